@@ -1,0 +1,1 @@
+"""Subcommands of the `diffperf` console script, one module each."""

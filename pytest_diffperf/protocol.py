@@ -1,0 +1,92 @@
+"""SGLang diffusion-server protocol: the only definitions shared by the plugin and the reference server.
+
+Covers the perf-log record (``performance.log``, one JSON line per request), the load marker
+printed on stdout, the environment variables that switch stage logging on, and the HTTP paths.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Environment read by the server.
+STAGE_LOGGING_ENV = "SGLANG_DIFFUSION_STAGE_LOGGING"
+PERF_LOG_DIR_ENV = "SGLANG_PERF_LOG_DIR"
+PERF_LOG_FILE = "performance.log"
+PERF_RECORD_TAG = "pipeline_stage_metrics"
+
+# Printed on stdout once the model is built, before warmup.
+LOAD_MARKER = "[server-load] workers_ready_monotonic_ns="
+
+# HTTP API (OpenAI-style subset served by `sglang serve` for diffusion models).
+HEALTH_PATH = "/health"
+MODELS_PATH = "/v1/models"
+IMAGES_PATH = "/v1/images/generations"
+VIDEOS_PATH = "/v1/videos"
+
+# Stage names used by SGLang's standard pipelines.
+DENOISING_STAGE = "DenoisingStage"
+DECODING_STAGE_SUFFIX = "DecodingStage"
+STANDARD_STAGES = (
+    "InputValidationStage",
+    "TextEncodingStage",
+    "LatentPreparationStage",
+    "TimestepPreparationStage",
+    DENOISING_STAGE,
+    "DecodingStage",
+)
+
+MEMORY_SNAPSHOT_KEYS = ("load_peak", "runtime_peak", "warmup_peak")
+
+
+class MemorySnapshot(BaseModel):
+    """Memory figures in MiB; device fields are 0 on CPU."""
+
+    model_config = ConfigDict(extra="allow")
+
+    allocated_mb: float = 0.0
+    reserved_mb: float = 0.0
+    peak_allocated_mb: float = 0.0
+    peak_reserved_mb: float = 0.0
+    peak_host_anon_mb: float = 0.0
+
+
+class StageRecord(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    execution_time_ms: float
+    is_denoising: bool = False
+
+
+class PerfRecord(BaseModel):
+    """One line of ``performance.log``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    request_id: str
+    timestamp: str = ""
+    commit_hash: str | None = None
+    tag: str = PERF_RECORD_TAG
+    stages: list[StageRecord] = Field(default_factory=list)
+    steps: list[float] = Field(default_factory=list)
+    total_duration_ms: float
+    memory_snapshots: dict[str, MemorySnapshot] = Field(default_factory=dict)
+
+    def stage_ms(self) -> dict[str, float]:
+        """Stage name -> time; a stage that ran more than once is summed."""
+        out: dict[str, float] = {}
+        for stage in self.stages:
+            out[stage.name] = out.get(stage.name, 0.0) + stage.execution_time_ms
+        return out
+
+    def denoising_stages(self) -> set[str]:
+        return {s.name for s in self.stages if s.is_denoising}
+
+
+def parse_load_marker(line: str) -> int | None:
+    """Return the monotonic ns from a load-marker line, or None if the line is not one."""
+    at = line.find(LOAD_MARKER)
+    if at < 0:
+        return None
+    digits = line[at + len(LOAD_MARKER) :].strip().split()[0:1]
+    return int(digits[0]) if digits and digits[0].isdigit() else None
