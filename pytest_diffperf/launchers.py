@@ -1,0 +1,97 @@
+"""Launchers: how to start one kind of server and talk to it.
+
+A launcher is a command builder plus a request adapter. ``sglang`` and ``reference`` (the bundled
+CPU server) share SGLang's command line and HTTP API; other frameworks subclass ``Launcher`` and
+call ``register_launcher``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import client, protocol
+from .cases import Case
+from .errors import DiffperfError
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """Everything that decides which server process a case needs; equal specs share a server."""
+
+    launcher: str
+    model: str
+    serve_args: str
+    extra_env: tuple[tuple[str, str], ...]
+    num_gpus: int
+
+    @classmethod
+    def for_case(cls, case: Case, launcher: str) -> ServerSpec:
+        entry = case.framework(launcher)
+        return cls(launcher, case.model, entry.serve_args, tuple(sorted(entry.extra_env.items())), case.num_gpus)
+
+    @property
+    def key(self) -> str:
+        env = ",".join(f"{k}={v}" for k, v in self.extra_env)
+        return " ".join(p for p in (self.launcher, self.model, f"gpus={self.num_gpus}", self.serve_args, env) if p)
+
+
+class Launcher:
+    """SGLang's ``sglang serve`` command line and OpenAI-style HTTP API."""
+
+    name = "sglang"
+
+    def program(self) -> list[str]:
+        return ["sglang"]
+
+    def command(self, spec: ServerSpec, port: int) -> list[str]:
+        return [
+            *self.program(), "serve",
+            "--model-path", spec.model,
+            "--port", str(port),
+            "--log-level=debug",
+            "--model-type", "diffusion",
+            "--num-gpus", str(spec.num_gpus),
+            *shlex.split(os.path.expandvars(spec.serve_args)),
+            "--strict-ports",
+        ]  # fmt: skip
+
+    def env(self, spec: ServerSpec, perf_dir: Path) -> dict[str, str]:
+        env = {k: os.path.expandvars(v) for k, v in spec.extra_env}
+        env[protocol.STAGE_LOGGING_ENV] = "1"
+        env[protocol.PERF_LOG_DIR_ENV] = str(perf_dir)
+        return env
+
+    def request(self, base_url: str, case: Case, timeout: float) -> client.Output:
+        """Send one generation request for ``case``; returns the response id and the media."""
+        return client.generate(base_url, case, timeout)
+
+
+class ReferenceLauncher(Launcher):
+    """The bundled CPU reference server, started with the same flags as ``sglang serve``."""
+
+    name = "reference"
+
+    def program(self) -> list[str]:
+        return [sys.executable, "-m", "pytest_diffperf.refserver"]
+
+
+LAUNCHERS: dict[str, Launcher] = {}
+
+
+def register_launcher(launcher: Launcher) -> None:
+    LAUNCHERS[launcher.name] = launcher
+
+
+def get_launcher(name: str) -> Launcher:
+    try:
+        return LAUNCHERS[name]
+    except KeyError:
+        raise DiffperfError(f"unknown launcher {name!r}; known: {', '.join(sorted(LAUNCHERS))}") from None
+
+
+register_launcher(Launcher())
+register_launcher(ReferenceLauncher())

@@ -1,0 +1,94 @@
+"""Command-line options and ini keys, defined once, read into a frozen ``Settings``.
+
+Every option is also an ini key in ``[tool.pytest.ini_options]`` (``--diffperf-cases`` ->
+``diffperf_cases``); the command line wins. Paths from the ini file are relative to the rootdir,
+paths from the command line to the invocation directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .errors import DiffperfError
+
+SESSION_KEY: pytest.StashKey = pytest.StashKey()  # -> session.DiffperfSession, while --diffperf is active
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    help: str
+    default: str | None = None
+    is_path: bool = False
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+OPTIONS = (
+    Option("--diffperf", "run the baseline scenarios, judged with tolerance PROFILE (pr_test, long_term, ...)"),
+    Option("--diffperf-baselines", "perf baseline file, or an SGLang perf_baselines/ directory", is_path=True),
+    Option("--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)"),
+    Option("--diffperf-cases", "case definitions (superset of SGLang's comparison_configs.json)", is_path=True),
+    Option("--diffperf-server", "server launcher: sglang, reference (the bundled CPU server), or a registered one", default="sglang"),
+    Option("--diffperf-preset", "limit-formula preset", default="sglang"),
+    Option("--diffperf-json", "write one result row per measured request to this JSON file", is_path=True),
+    Option("--diffperf-startup-timeout", "seconds to wait for a server to become ready", default="1200"),
+    Option("--diffperf-request-timeout", "seconds per request when a case sets no timeout_s", default="600"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The plugin's configuration for one pytest run."""
+
+    diffperf: str | None
+    diffperf_baselines: Path | None
+    diffperf_hardware: str | None
+    diffperf_cases: Path | None
+    diffperf_server: str
+    diffperf_preset: str
+    diffperf_json: Path | None
+    diffperf_startup_timeout: float
+    diffperf_request_timeout: float
+
+    @property
+    def profile(self) -> str | None:
+        return self.diffperf
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("diffperf", "diffusion serving performance regressions")
+    for opt in OPTIONS:
+        metavar = "PROFILE" if opt.flag == "--diffperf" else opt.dest.rsplit("_", 1)[-1].upper()
+        group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
+        parser.addini(opt.dest, opt.help, default=None)
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    values: dict[str, object] = {}
+    for opt in OPTIONS:
+        raw, base = config.getoption(opt.dest), config.invocation_params.dir
+        if raw is None:
+            raw, base = config.getini(opt.dest), config.rootpath
+        raw = raw if raw not in (None, "") else opt.default
+        if raw is not None and opt.is_path:
+            raw = (Path(base) / str(raw)).resolve()
+        values[opt.dest] = raw
+    for name in ("diffperf_startup_timeout", "diffperf_request_timeout"):
+        values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def _positive_float(raw: object, flag: str) -> float:
+    try:
+        value = float(str(raw))
+    except ValueError:
+        raise DiffperfError(f"expected a number of seconds, got {raw!r}", source=flag) from None
+    if not value > 0:
+        raise DiffperfError(f"expected a positive number of seconds, got {raw!r}", source=flag)
+    return value

@@ -1,0 +1,74 @@
+"""pytest entry point: wiring only. The work lives in session, collect, report and the modules they use.
+
+Heavy modules are imported only once ``--diffperf`` is given, so a plain ``pytest`` is unaffected.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .errors import DiffperfError
+from .options import SESSION_KEY, add_options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist group (one server group per worker)")
+    if not (config.getoption("diffperf") or config.getini("diffperf")):
+        return
+    from .report import ResultsCollector
+    from .session import DiffperfSession
+
+    try:
+        ds = DiffperfSession.from_config(config)
+    except DiffperfError as exc:
+        raise pytest.UsageError(f"diffperf: {exc}") from None
+    config.stash[SESSION_KEY] = ds
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args = [str(ds.baselines.primary)]  # no paths given: run the scenarios, not the test files
+    config.pluginmanager.register(ResultsCollector(ds.header(), ds.settings.diffperf_json), "diffperf-results")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    ds = config.stash.get(SESSION_KEY, None)
+    if ds is not None:
+        ds.close()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    ds = parent.config.stash.get(SESSION_KEY, None)
+    if ds is not None and file_path == ds.baselines.primary:
+        from .collect import BaselineFile
+
+        return BaselineFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep each server group's tests adjacent, groups in order of first appearance."""
+    if config.stash.get(SESSION_KEY, None) is None:
+        return
+    first: dict[object, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(getattr(item, "spec", None) or item.nodeid, index)
+    items.sort(key=lambda item: first[getattr(item, "spec", None) or item.nodeid])
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop a group's server after its last test."""
+    ds = item.config.stash.get(SESSION_KEY, None)
+    if ds is not None and ds.pool.running() is not None and getattr(nextitem, "spec", None) != ds.pool.running():
+        ds.pool.release()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    ds = config.stash.get(SESSION_KEY, None)
+    if ds is None:
+        return None
+    return [f"diffperf: {k}={v}" for k, v in ds.header().items()] + [f"diffperf: logs in {ds.workdir}"]

@@ -1,0 +1,84 @@
+"""The servers of one pytest process: one running at a time, shared by every case of its group."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .launchers import ServerSpec, get_launcher
+from .server import ServerError, ServerProcess, free_port
+
+
+@dataclass
+class Launch:
+    """One server start, for the results file and the launch counts."""
+
+    group: str
+    pid: int | None
+    port: int
+    log: str
+    load_ms: float | None = None
+    ready: bool = False
+    error: str | None = None
+
+
+@dataclass
+class ServerPool:
+    workdir: Path
+    startup_timeout: float
+    progress: Callable[[str], None] = lambda _msg: None
+    device_env: dict[str, str] = field(default_factory=dict)
+    launches: list[Launch] = field(default_factory=list)
+    _current: tuple[ServerSpec, ServerProcess] | None = None
+    _failed: dict[ServerSpec, str] = field(default_factory=dict)
+
+    def get(self, spec: ServerSpec) -> ServerProcess:
+        """The running server for ``spec``: reused, or started (stopping any other first).
+
+        A group whose server failed to start is not retried; one that died later is restarted.
+        """
+        if self._current and self._current[0] == spec:
+            server = self._current[1]
+            try:
+                server.check_alive("")
+                return server
+            except ServerError:
+                self.release()
+        if spec in self._failed:
+            raise ServerError(self._failed[spec])
+        self.release()
+        return self._start(spec)
+
+    def _start(self, spec: ServerSpec) -> ServerProcess:
+        launcher = get_launcher(spec.launcher)
+        number = len(self.launches) + 1
+        perf_dir = self.workdir / f"server-{number}"
+        perf_dir.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        env = {**launcher.env(spec, perf_dir), **self.device_env}
+        server = ServerProcess(launcher.command(spec, port), env, perf_dir / "server.log", port)
+        launch = Launch(spec.key, None, port, str(server.log_path))
+        self.launches.append(launch)
+        started = time.monotonic()
+        try:
+            server.start()
+            launch.pid = server.pid
+            self._current = (spec, server)
+            server.wait_ready(self.startup_timeout, self.progress)
+        except ServerError as exc:
+            self.release()
+            launch.error = str(exc).splitlines()[0]
+            self._failed[spec] = f"{exc}\n(startup failed after {time.monotonic() - started:.1f} s)"
+            raise
+        launch.ready, launch.load_ms = True, server.load_ms
+        return server
+
+    def release(self) -> None:
+        if self._current:
+            self._current[1].stop()
+            self._current = None
+
+    def running(self) -> ServerSpec | None:
+        return self._current[0] if self._current else None

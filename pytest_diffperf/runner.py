@@ -1,0 +1,66 @@
+"""Measuring one case on a running server: warmup and measured requests, each under a watchdog."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from . import perflog, protocol
+from .cases import Case
+from .client import Output
+from .launchers import Launcher
+from .server import ServerError, ServerProcess
+
+T = TypeVar("T")
+WATCH_INTERVAL_S = 0.05
+PERF_RECORD_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured request: what came back, the server's own record, and the client-side time."""
+
+    index: int
+    output: Output
+    record: protocol.PerfRecord
+    client_ms: float
+
+
+def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: str) -> T:
+    """Run ``call`` in a thread; fail at once if the server dies or prints a fatal pattern."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffperf-request")
+    future = pool.submit(call)
+    pool.shutdown(wait=False)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return future.result(timeout=WATCH_INTERVAL_S)
+        except concurrent.futures.TimeoutError:
+            pass
+        server.check_alive(f"during {what}")
+        if time.monotonic() > deadline:
+            raise ServerError(server.describe(f"did not answer {what} within {timeout:.0f} s"))
+
+
+def measure(server: ServerProcess, launcher: Launcher, case: Case, timeout: float) -> list[Sample]:
+    """``perf_warmup_requests`` unchecked requests, then ``perf_repeat_requests`` measured ones."""
+    for n in range(case.perf_warmup_requests):
+        watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"warmup request {n + 1}")
+    samples = []
+    for index in range(case.perf_repeat_requests):
+        started = time.perf_counter()
+        output = watched(
+            server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"request {index + 1}"
+        )
+        client_ms = (time.perf_counter() - started) * 1000
+        record = watched(
+            server,
+            lambda: perflog.wait_for_record(server.perf_log, output.request_id, PERF_RECORD_TIMEOUT_S),
+            PERF_RECORD_TIMEOUT_S + 5,
+            f"the perf record of request {index + 1}",
+        )
+        samples.append(Sample(index, output, record, client_ms))
+    return samples

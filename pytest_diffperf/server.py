@@ -1,0 +1,148 @@
+"""One server process: spawn, tee its output, wait until ready, watch it, kill its whole tree."""
+
+from __future__ import annotations
+
+import collections
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import requests
+
+from . import protocol
+
+FATAL_PATTERNS = ("Fatal Python error:", "Segmentation fault", "terminate called after throwing")
+TAIL_LINES = 200
+PROGRESS_EVERY_S = 30.0
+
+
+class ServerError(Exception):
+    """The server failed: did not start, died, hung or printed a fatal pattern. Carries the log tail."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    def __init__(self, command: list[str], env: dict[str, str], log_path: Path, port: int, host: str = "127.0.0.1"):
+        self.command = command
+        self.env = env
+        self.log_path = log_path
+        self.port = port
+        self.base_url = f"http://{host}:{port}"
+        self.load_ms: float | None = None
+        self.perf_log: Path = log_path.parent / protocol.PERF_LOG_FILE
+        self.fatal: str | None = None
+        self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._spawn_ns = 0
+        self._reader: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._spawn_ns = time.monotonic_ns()
+        try:
+            self._proc = subprocess.Popen(
+                self.command,
+                env={**os.environ, **self.env},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ServerError(f"cannot start {self.command[0]!r}: {exc.strerror}") from None
+        self._reader = threading.Thread(target=self._tee, name=f"diffperf-tee-{self.port}", daemon=True)
+        self._reader.start()
+
+    def wait_ready(self, timeout: float, progress: Callable[[str], None] = lambda _msg: None) -> None:
+        """Poll /health until 200; fail at once if the process exits or prints a fatal pattern."""
+        start = time.monotonic()
+        next_progress = start + PROGRESS_EVERY_S
+        while True:
+            self.check_alive("while starting")
+            try:
+                if requests.get(self.base_url + protocol.HEALTH_PATH, timeout=5).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            now = time.monotonic()
+            if now - start > timeout:
+                raise ServerError(self.describe(f"not ready after {timeout:.0f} s"))
+            if now >= next_progress:
+                progress(f"diffperf: waiting for {self.base_url} ({now - start:.0f} s)")
+                next_progress += PROGRESS_EVERY_S
+            time.sleep(0.1)
+
+    def check_alive(self, when: str) -> None:
+        if self.fatal:
+            raise ServerError(self.describe(f"printed a fatal error {when}: {self.fatal}"))
+        code = self._proc.poll() if self._proc else None
+        if code is not None:
+            if self._reader:
+                self._reader.join(timeout=5)
+            raise ServerError(self.describe(f"exited with code {code} {when}"))
+
+    def stop(self) -> None:
+        """Kill the whole process tree (children first), wait, and close the log."""
+        if self._proc is None:
+            return
+        kill_tree(self._proc.pid)
+        self._proc.wait()
+        if self._reader:
+            self._reader.join(timeout=5)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    # -- output ----------------------------------------------------------------------------------
+    def _tee(self) -> None:
+        assert self._proc and self._proc.stdout
+        with open(self.log_path, "ab") as log:
+            for raw in self._proc.stdout:
+                log.write(raw)
+                log.flush()
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                self._tail.append(line)
+                marker = protocol.parse_load_marker(line)
+                if marker is not None and self.load_ms is None:
+                    self.load_ms = (marker - self._spawn_ns) / 1e6
+                if self.fatal is None and any(p in line for p in FATAL_PATTERNS):
+                    self.fatal = line.strip()
+
+    def tail(self) -> str:
+        return "\n".join(self._tail)
+
+    def describe(self, problem: str) -> str:
+        cmd = " ".join(self.command)
+        return f"server {self.base_url} {problem}\ncommand: {cmd}\nlog: {self.log_path}\n--- last {TAIL_LINES} lines ---\n{self.tail()}"
+
+
+def kill_tree(pid: int, grace: float = 5.0) -> None:
+    try:
+        parent = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return
+    procs = parent.children(recursive=True) + [parent]
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=grace)

@@ -1,0 +1,41 @@
+"""A baseline scenario built from a measurement, in SGLang's format (2 decimals).
+
+All fields come from one request: the one with the median e2e, so that the aggregates, stages
+and e2e agree with the step map they were measured with.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from .limits import Measurement
+
+
+def representative(measurement: Measurement) -> int:
+    """Index of the request with the median e2e (the lower median for an even count)."""
+    order = sorted(range(len(measurement.e2e_ms)), key=lambda i: (measurement.e2e_ms[i], i))
+    return order[(len(order) - 1) // 2]
+
+
+def measured_scenario(measurement: Measurement, *, full_test_time_s: float | None = None) -> dict[str, Any]:
+    i = representative(measurement)
+    steps = measurement.steps[i]
+    stages = {name: round(ms, 2) for name, ms in measurement.stages[i].items()}
+    if measurement.is_video and measurement.num_frames:
+        stages.setdefault("per_frame_generation", round(measurement.e2e_ms[i] / measurement.num_frames, 2))
+    scenario: dict[str, Any] = {
+        "stages_ms": stages,
+        "denoise_step_ms": {str(n): round(ms, 2) for n, ms in enumerate(steps)},
+        "expected_e2e_ms": round(measurement.e2e_ms[i], 2),
+        "expected_avg_denoise_ms": round(statistics.fmean(steps), 2) if steps else 0.0,
+        "expected_median_denoise_ms": round(statistics.median(steps), 2) if steps else 0.0,
+    }
+    if measurement.load_ms:
+        scenario["expected_load_ms"] = round(measurement.load_ms[min(i, len(measurement.load_ms) - 1)], 2)
+    for key, values in sorted(measurement.memory.items()):
+        if values and values[min(i, len(values) - 1)]:  # device fields are 0 on CPU: not a baseline
+            scenario[key] = round(values[min(i, len(values) - 1)], 2)
+    if full_test_time_s is not None:
+        scenario["estimated_full_test_time_s"] = round(full_test_time_s, 1)
+    return scenario
