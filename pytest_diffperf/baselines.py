@@ -1,0 +1,385 @@
+"""SGLang perf-baseline files: schema, JSON reading with clear errors, and the loader.
+
+Layouts: a single ``perf_baselines.json`` (SGLang <= 0.5.12) or ``perf_baselines/<platform>.json``
+(>= 0.5.15). Either way the NPU and MUSA fragments (``ascend/perf_baselines_npu.json``,
+``musa/perf_baselines_musa.json``, next to the single file or the ``perf_baselines/`` folder) are
+merged into the scenarios by key, as SGLang does on every machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from .errors import DiffperfError
+from .platforms import FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
+
+SINGLE_FILE = "perf_baselines.json"
+PLATFORM_DIR = "perf_baselines"
+LEGACY_PROFILE = "legacy/flat"
+
+# Tolerance field -> environment variable that overrides it (SGLang's names).
+ENV_OVERRIDES = {
+    "e2e": "SGLANG_E2E_TOLERANCE",
+    "denoise_stage": "SGLANG_STAGE_TIME_TOLERANCE",
+    "non_denoise_stage": "SGLANG_NON_DENOISE_STAGE_TIME_TOLERANCE",
+    "denoise_step": "SGLANG_DENOISE_STEP_TOLERANCE",
+    "denoise_agg": "SGLANG_DENOISE_AGG_TOLERANCE",
+    "load_peak_vram": "SGLANG_LOAD_PEAK_VRAM_TOLERANCE",
+    "runtime_peak_vram": "SGLANG_RUNTIME_PEAK_VRAM_TOLERANCE",
+}
+
+Value = Annotated[float, Field(ge=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+StepIndex = Annotated[str, StringConstraints(pattern=r"^\d+$")]
+_STRICT = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+
+class Tolerances(BaseModel):
+    """One tolerance profile: relative allowances (0.25 = 25 %)."""
+
+    model_config = _STRICT
+
+    e2e: Value
+    denoise_stage: Value
+    non_denoise_stage: Value
+    denoise_step: Value
+    denoise_agg: Value
+    load_peak_vram: Value | None = None
+    runtime_peak_vram: Value | None = None
+    load: Value | None = None
+    host_anon: Value | None = None
+
+
+class Scenario(BaseModel):
+    """Expected figures of one scenario (ms, MiB); unknown keys are kept."""
+
+    model_config = _STRICT
+
+    stages_ms: dict[str, Value | None]
+    denoise_step_ms: dict[StepIndex, Value]
+    expected_e2e_ms: Value
+    expected_avg_denoise_ms: Value
+    expected_median_denoise_ms: Value
+    estimated_full_test_time_s: Value | None = None
+    expected_load_ms: Value | None = None
+    load_peak_vram_mb: Value | None = None
+    runtime_peak_vram_mb: Value | None = None
+    load_peak_allocated_mb: Value | None = None
+    runtime_peak_allocated_mb: Value | None = None
+    warmup_peak_vram_mb: Value | None = None
+    load_peak_host_anon_mb: Value | None = None
+    runtime_peak_host_anon_mb: Value | None = None
+    timing_tolerance: Value | None = None
+    notes: str | None = None
+
+    @property
+    def steps(self) -> dict[int, float]:
+        """``denoise_step_ms`` keyed by int step index."""
+        return {int(k): v for k, v in self.denoise_step_ms.items()}
+
+
+class Sampling(BaseModel):
+    model_config = _STRICT
+
+    step_fractions: list[Fraction]
+
+
+# --- JSON reading -------------------------------------------------------------------------------
+
+
+def parse_json(path: Path) -> tuple[Any, list[str]]:
+    """Parse a JSON file; return the data and the JSON paths of duplicated object keys."""
+    dups: dict[int, list[str]] = {}
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                dups.setdefault(id(obj), []).append(key)
+            obj[key] = value
+        return obj
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DiffperfError("file not found", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DiffperfError(f"cannot read: {exc}", source=str(path)) from None
+    try:
+        data = json.loads(text, object_pairs_hook=hook)
+    except json.JSONDecodeError as exc:
+        raise DiffperfError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", source=str(path)
+        ) from None
+    return data, _locate(data, dups, "") if dups else []
+
+
+def _locate(node: Any, dups: dict[int, list[str]], where: str) -> list[str]:
+    """JSON paths of the duplicated keys recorded in ``dups`` (by object id) under ``node``."""
+    if isinstance(node, dict):
+        found = [join(where, key) for key in dups.get(id(node), [])]
+        children = node.items()
+    elif isinstance(node, list):
+        found, children = [], enumerate(node)
+    else:
+        return []
+    for key, child in children:
+        found += _locate(child, dups, join(where, str(key)))
+    return found
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """Parse a JSON file that must be an object without duplicate keys; DiffperfError otherwise."""
+    data, dups = parse_json(path)
+    if dups:
+        raise DiffperfError("duplicate key (JSON keeps only the last one)", source=str(path), key=dups[0])
+    if not isinstance(data, dict):
+        raise DiffperfError(f"expected a JSON object at the top level, got {_kind(data)}", source=str(path))
+    return data
+
+
+def join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), repr(value))
+
+
+def describe_errors(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+    """Pydantic errors as (JSON path, message) pairs, the message saying what was expected."""
+    out = []
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        is_key = loc[-1:] == ["[key]"]
+        path = ".".join(([prefix] if prefix else []) + (loc[:-1] if is_key else loc))
+        if err["type"] == "missing":
+            message = "required key is missing"
+        elif is_key:
+            message = f"expected a step index (a non-negative integer), got key {err['input']!r}"
+        else:
+            expected = err["msg"].removeprefix("Input should be ")
+            if err["type"] in ("dict_type", "model_type"):
+                expected = "an object"
+            elif err["type"] in ("greater_than_equal", "less_than_equal"):
+                expected = f"a number {expected}"
+            message = f"expected {expected}, got {_shown(err['input'])}"
+        out.append((path, message))
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = _kind(value) if isinstance(value, (dict, list)) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def validate(model: type[BaseModel], data: Any, source: Path, prefix: str) -> Any:
+    """``model.model_validate(data)``, raising one DiffperfError naming file and key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = describe_errors(exc, prefix)
+        key, message = errors[0]
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise DiffperfError(message + more, source=str(source), key=key) from None
+
+
+# --- the loaded set -----------------------------------------------------------------------------
+
+
+@dataclass
+class BaselineSet:
+    """Scenarios merged from the platform (or single) file and its NPU/MUSA fragments."""
+
+    files: list[Path]
+    primary: Path
+    tolerances: dict[str, Tolerances]
+    step_fractions: list[float]
+    scenarios: dict[str, Scenario]
+    source: dict[str, Path]
+    raw: dict[Path, dict] = field(repr=False)
+    flat_tolerances: bool = False  # a legacy flat tolerances dict: serves every profile name
+    runner_prefix: str | None = None  # the runner_overrides prefix that was applied
+
+    def profile(self, name: str, env: Mapping[str, str] = os.environ) -> Tolerances:
+        """The named tolerance profile with SGLang's environment overrides applied."""
+        if not self.tolerances:
+            raise DiffperfError(
+                "the file has no tolerances (a fragment file: load the platform file it is merged into)",
+                source=str(self.primary),
+                key="tolerances",
+            )
+        if self.flat_tolerances:
+            tol = self.tolerances[LEGACY_PROFILE]
+        elif name in self.tolerances:
+            tol = self.tolerances[name]
+        else:
+            raise DiffperfError(
+                f"unknown tolerance profile {name!r}; the file has: {', '.join(self.tolerances)}",
+                source=str(self.primary),
+                key="tolerances",
+            )
+        return tol.model_copy(update=env_overrides(env))
+
+
+def env_overrides(env: Mapping[str, str]) -> dict[str, float]:
+    """Tolerance fields set by environment variables; a bad value is a DiffperfError naming it."""
+    out = {}
+    for name, var in ENV_OVERRIDES.items():
+        text = env.get(var, "").strip()
+        if not text:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0:
+            raise DiffperfError(f"expected a non-negative number, got {text!r}", source=var)
+        out[name] = value
+    return out
+
+
+# --- locating and loading -----------------------------------------------------------------------
+
+
+def baseline_files(path: str | Path, hardware: str | None = None) -> list[Path]:
+    """The files ``load_baselines`` reads: the platform or single file first, then fragments."""
+    path = Path(path)
+    if hardware is not None:
+        canonical_platform(hardware)
+    if path.is_dir():
+        if (path / PLATFORM_DIR).is_dir():
+            path = path / PLATFORM_DIR
+        elif (path / SINGLE_FILE).is_file():
+            path = path / SINGLE_FILE
+    if path.is_dir():
+        available = sorted(p.stem for p in path.glob("*.json"))
+        if hardware is None:
+            raise DiffperfError(
+                f"a {PLATFORM_DIR}/ folder needs a hardware platform; files here: {', '.join(available) or 'none'}",
+                source=str(path),
+            )
+        stem = baseline_file_stem(hardware)
+        if stem not in available:
+            raise DiffperfError(
+                f"no baseline file for platform {stem!r} ({stem}.json); files here: "
+                f"{', '.join(available) or 'none'}; known platforms: {', '.join(PLATFORMS)}",
+                source=str(path),
+            )
+        path = path / f"{stem}.json"
+    elif not path.is_file():
+        raise DiffperfError("file not found", source=str(path))
+    base = path.parent.parent if path.parent.name == PLATFORM_DIR else path.parent
+    fragments = [base / rel for rel in FRAGMENTS if (base / rel).is_file()]
+    return [path] + [f for f in fragments if f.resolve() != path.resolve()]
+
+
+def load_baselines(
+    path: str | Path, hardware: str | None = None, *, runner_name: str | None = None
+) -> BaselineSet:
+    """Load a baseline file or ``perf_baselines/`` folder (``hardware`` picks the platform file).
+
+    ``runner_name`` (default: env ``RUNNER_NAME``) selects the first matching ``runner_overrides``
+    prefix of the platform file, applied to its scenarios before parsing.
+    """
+    files = baseline_files(path, hardware)
+    primary = files[0]
+    if runner_name is None:
+        runner_name = os.environ.get("RUNNER_NAME", "")
+    raw = {f: read_json_object(f) for f in files}
+    doc = raw[primary]
+    tolerances, flat = parse_tolerances(doc, primary)
+    step_fractions = parse_step_fractions(doc, primary, required=bool(tolerances))
+    prefix, overridden = apply_runner_overrides(doc, primary, runner_name)
+    scenarios: dict[str, Scenario] = {}
+    source: dict[str, Path] = {}
+    for f in files:
+        entries = overridden if f == primary else scenario_dicts(raw[f], f)
+        for name, entry in entries.items():
+            scenarios[name] = validate(Scenario, entry, f, join("scenarios", name))
+            source[name] = f
+    return BaselineSet(files, primary, tolerances, step_fractions, scenarios, source, raw, flat, prefix)
+
+
+def scenario_dicts(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    if "scenarios" not in doc:
+        raise DiffperfError("required key is missing", source=str(path), key="scenarios")
+    scenarios = doc["scenarios"]
+    if not isinstance(scenarios, dict):
+        raise DiffperfError(f"expected an object, got {_kind(scenarios)}", source=str(path), key="scenarios")
+    return scenarios
+
+
+def parse_tolerances(doc: dict[str, Any], path: Path) -> tuple[dict[str, Tolerances], bool]:
+    """Profiles by name, and whether the file used the legacy flat form."""
+    if "tolerances" not in doc:
+        return {}, False
+    tol = doc["tolerances"]
+    if not isinstance(tol, dict) or not tol:
+        raise DiffperfError(
+            f"expected an object of tolerance profiles, got {_kind(tol)}", source=str(path), key="tolerances"
+        )
+    if "e2e" in tol and not isinstance(tol["e2e"], dict):
+        return {LEGACY_PROFILE: validate(Tolerances, tol, path, "tolerances")}, True
+    return {
+        name: validate(Tolerances, prof, path, join("tolerances", name)) for name, prof in tol.items()
+    }, False
+
+
+def parse_step_fractions(doc: dict[str, Any], path: Path, *, required: bool) -> list[float]:
+    if "sampling" not in doc:
+        if required:
+            raise DiffperfError(
+                "required key is missing (with step_fractions)", source=str(path), key="sampling"
+            )
+        return []
+    return validate(Sampling, doc["sampling"], path, "sampling").step_fractions
+
+
+def apply_runner_overrides(
+    doc: dict[str, Any], path: Path, runner_name: str
+) -> tuple[str | None, dict[str, Any]]:
+    """(matching prefix, scenario dicts with its overrides shallow-merged); ``doc`` is not changed."""
+    scenarios = dict(scenario_dicts(doc, path))
+    overrides = doc.get("runner_overrides", {})
+    check_runner_overrides(overrides, scenarios, path)
+    for prefix, per_scenario in overrides.items():
+        if runner_name.startswith(prefix):
+            for name, fields in per_scenario.items():
+                if isinstance(scenarios[name], dict):
+                    scenarios[name] = {**scenarios[name], **fields}
+            return prefix, scenarios
+    return None, scenarios
+
+
+def check_runner_overrides(overrides: Any, scenarios: Mapping[str, Any], path: Path) -> None:
+    """``{runner prefix: {scenario: {field: value}}}`` naming existing scenarios only."""
+    key = "runner_overrides"
+    if not isinstance(overrides, dict):
+        raise DiffperfError(f"expected an object, got {_kind(overrides)}", source=str(path), key=key)
+    for prefix, per_scenario in overrides.items():
+        if not isinstance(per_scenario, dict):
+            raise DiffperfError(
+                f"expected an object of scenario overrides, got {_kind(per_scenario)}",
+                source=str(path),
+                key=join(key, prefix),
+            )
+        for name, fields in per_scenario.items():
+            where = join(join(key, prefix), name)
+            if name not in scenarios:
+                raise DiffperfError(
+                    "override for a scenario that is not in the file", source=str(path), key=where
+                )
+            if not isinstance(fields, dict):
+                raise DiffperfError(
+                    f"expected an object of fields, got {_kind(fields)}", source=str(path), key=where
+                )

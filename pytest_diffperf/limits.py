@@ -1,0 +1,381 @@
+"""The limit engine: the checks a scenario gets, their limits, and the verdict of each.
+
+One formula everywhere: a check fails iff ``actual > max(expected * (1 + rel), expected + pad)``.
+Faster never fails. The ``sglang`` preset reproduces SGLang 0.5.23's diffusion CI exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .baselines import Scenario, Tolerances
+from .errors import DiffperfError
+from .protocol import DENOISING_STAGE, MEMORY_SNAPSHOT_KEYS, PerfRecord
+
+PER_FRAME_STAGE = "per_frame_generation"
+STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
+    "median": statistics.median,
+    "mean": statistics.fmean,
+    "max": max,
+    "min": min,
+}
+# Kinds whose baseline must be > 0 to guard anything, and whose measurement must be > 0 to count.
+REQUIRED_POSITIVE = frozenset({"e2e", "load", "denoise_agg"})
+VERDICTS = ("pass", "fail", "missing", "unguarded")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Every fixed constant of the engine; rels are fractions, pads are in ms or MiB."""
+
+    name: str
+    pad_ms: float = 20.0  # e2e, load, denoise aggregates, image steps i>0, per-frame time
+    first_step_rel: float = 4.0
+    first_step_pad_ms: float = 80.0
+    video_step_pad_ms: float = 160.0
+    stage_pad_ms: float = 120.0
+    decoding_suffix: str = "DecodingStage"
+    decoding_min_rel: float = 0.9
+    decoding_pad_ms: float = 450.0
+    vram_pad_mb: float = 128.0
+    host_anon_pad_mb: float = 256.0
+    load_peak_vram_rel: float = 0.01  # when the profile has no load_peak_vram
+    runtime_peak_vram_rel: float = 0.02  # when the profile has no runtime_peak_vram
+    host_anon_rel: float = 0.02  # when the profile has no host_anon
+    statistic: str = "median"  # how several samples of one metric become the actual value
+
+    def __post_init__(self) -> None:
+        if self.statistic not in STATISTICS:
+            raise DiffperfError(
+                f"unknown statistic {self.statistic!r}; expected one of: {', '.join(STATISTICS)}",
+                source=f"preset {self.name}",
+            )
+
+    def aggregate(self, samples: Sequence[float]) -> float | None:
+        """The actual value of a metric from its samples (None when there are none)."""
+        return STATISTICS[self.statistic](samples) if samples else None
+
+
+PRESETS: dict[str, Preset] = {"sglang": Preset("sglang")}
+
+
+def get_preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise DiffperfError(
+            f"unknown preset {name!r}; expected one of: {', '.join(PRESETS)}", source="preset"
+        )
+    return PRESETS[name]
+
+
+def limit(expected: float, rel: float, pad: float) -> float:
+    """The one limit formula."""
+    return max(expected * (1 + rel), expected + pad)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Samples of every metric of one scenario (one sample per request)."""
+
+    e2e_ms: Sequence[float]
+    steps: Sequence[Sequence[float]]
+    stages: Sequence[Mapping[str, float]]
+    denoising_stages: frozenset[str] = frozenset({DENOISING_STAGE})
+    load_ms: Sequence[float] = ()
+    memory: Mapping[str, Sequence[float]] = field(default_factory=dict)  # e.g. "load_peak_allocated_mb"
+    num_frames: int | None = None
+    is_video: bool = False
+
+    @classmethod
+    def from_records(
+        cls,
+        records: Sequence[PerfRecord],
+        *,
+        load_ms: float | None = None,
+        num_frames: int | None = None,
+        is_video: bool = False,
+    ) -> Measurement:
+        """Samples from perf-log records, read as SGLang reads them.
+
+        A stage logged twice in one record keeps its last time; a stage is denoising when the
+        record flags it, else when it is named ``DenoisingStage``. Memory snapshots map
+        ``peak_allocated_mb`` -> ``<snapshot>_allocated_mb``, ``peak_reserved_mb`` ->
+        ``<snapshot>_vram_mb``, ``peak_host_anon_mb`` -> ``<snapshot>_host_anon_mb``.
+        """
+        denoising: set[str] = set()
+        stages: list[dict[str, float]] = []
+        memory: dict[str, list[float]] = {}
+        for record in records:
+            stages.append({s.name: s.execution_time_ms for s in record.stages})
+            for s in record.stages:
+                flagged = (
+                    s.is_denoising if "is_denoising" in s.model_fields_set else s.name == DENOISING_STAGE
+                )
+                if flagged:
+                    denoising.add(s.name)
+            for key in MEMORY_SNAPSHOT_KEYS:
+                snap = record.memory_snapshots.get(key)
+                if snap is not None:
+                    memory.setdefault(f"{key}_allocated_mb", []).append(snap.peak_allocated_mb)
+                    memory.setdefault(f"{key}_vram_mb", []).append(snap.peak_reserved_mb)
+                    memory.setdefault(f"{key}_host_anon_mb", []).append(snap.peak_host_anon_mb)
+        return cls(
+            e2e_ms=[r.total_duration_ms for r in records],
+            steps=[list(r.steps) for r in records],
+            stages=stages,
+            denoising_stages=frozenset(denoising),
+            load_ms=() if load_ms is None else (load_ms,),
+            memory=memory,
+            num_frames=num_frames,
+            is_video=is_video,
+        )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One guarded metric: ``name`` identifies it, ``key`` is the scenario field it reads."""
+
+    name: str  # e2e, load, avg_denoise, median_denoise, step[i], stage[Name], per_frame, <memory field>
+    kind: str  # e2e, load, denoise_agg, step, stage, per_frame, vram, host_anon
+    expected: float
+    rel: float
+    pad: float
+    limit: float
+    key: str = ""
+    unit: str = "ms"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: Check
+    actual: float | None
+    verdict: str  # one of VERDICTS
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        """True for pass and unguarded (surfaced, never failed); False for fail and missing."""
+        return self.verdict in ("pass", "unguarded")
+
+
+def step_name(index: int) -> str:
+    return f"step[{index}]"
+
+
+def stage_name(stage: str) -> str:
+    return f"stage[{stage}]"
+
+
+def step_indices(num_steps: int, step_fractions: Sequence[float]) -> list[int]:
+    """SGLang's sampled step indices over ``num_steps`` measured steps."""
+    if num_steps <= 0:
+        return []
+    max_idx = num_steps - 1
+    return sorted({min(max_idx, max(0, round(f * max_idx))) for f in step_fractions})
+
+
+def plan_checks(
+    scenario: Scenario,
+    tol: Tolerances,
+    preset: Preset,
+    *,
+    step_fractions: Sequence[float],
+    is_video: bool,
+    num_frames: int | None,
+    num_steps: int | None = None,
+    denoising_stages: Collection[str] = frozenset({DENOISING_STAGE}),
+    memory: Mapping[str, float] | None = None,
+) -> list[Check]:
+    """Every check the engine makes for a scenario.
+
+    ``num_steps`` is the measured step count (default: the baseline's highest index + 1);
+    ``memory`` the measured memory figures (None: plan as if all were measured).
+    """
+    tt = scenario.timing_tolerance
+
+    def timing(rel: float) -> float:
+        return rel if tt is None else max(rel, tt)
+
+    def add(
+        name: str, kind: str, expected: float, rel: float, pad: float, key: str, unit: str = "ms"
+    ) -> None:
+        checks.append(Check(name, kind, expected, rel, pad, limit(expected, rel, pad), key, unit))
+
+    checks: list[Check] = []
+    add("e2e", "e2e", scenario.expected_e2e_ms, timing(tol.e2e), preset.pad_ms, "expected_e2e_ms")
+    if scenario.expected_load_ms is not None:
+        load_rel = tol.e2e if tol.load is None else tol.load
+        add("load", "load", scenario.expected_load_ms, timing(load_rel), preset.pad_ms, "expected_load_ms")
+    agg_rel = timing(tol.denoise_agg)
+    add(
+        "avg_denoise",
+        "denoise_agg",
+        scenario.expected_avg_denoise_ms,
+        agg_rel,
+        preset.pad_ms,
+        "expected_avg_denoise_ms",
+    )
+    add(
+        "median_denoise", "denoise_agg", scenario.expected_median_denoise_ms, agg_rel, preset.pad_ms,
+        "expected_median_denoise_ms",
+    )  # fmt: skip
+
+    baseline_steps = scenario.steps
+    if num_steps is None:
+        num_steps = max(baseline_steps) + 1 if baseline_steps else 0
+    step_pad = preset.video_step_pad_ms if is_video else preset.pad_ms
+    for i in step_indices(num_steps, step_fractions):
+        if i not in baseline_steps:
+            continue
+        rel, pad = (
+            (preset.first_step_rel, preset.first_step_pad_ms) if i == 0 else (tol.denoise_step, step_pad)
+        )
+        add(step_name(i), "step", baseline_steps[i], timing(rel), pad, f"denoise_step_ms.{i}")
+
+    for stage, expected in scenario.stages_ms.items():
+        if expected is None or (stage == PER_FRAME_STAGE and is_video):
+            continue
+        rel = timing(tol.denoise_stage if stage in denoising_stages else tol.non_denoise_stage)
+        pad = preset.stage_pad_ms
+        if stage.endswith(preset.decoding_suffix):
+            rel, pad = max(rel, preset.decoding_min_rel), preset.decoding_pad_ms
+        add(stage_name(stage), "stage", expected, rel, pad, f"stages_ms.{stage}")
+
+    per_frame = scenario.stages_ms.get(PER_FRAME_STAGE)
+    if is_video and num_frames and per_frame:
+        add(
+            "per_frame",
+            "per_frame",
+            per_frame,
+            timing(tol.denoise_stage),
+            preset.pad_ms,
+            f"stages_ms.{PER_FRAME_STAGE}",
+        )
+
+    _plan_memory(scenario, tol, preset, memory, add)
+    return checks
+
+
+def _plan_memory(scenario: Scenario, tol: Tolerances, preset: Preset, memory, add) -> None:
+    """VRAM (allocated when the baseline and measurement have it, else reserved), warmup, host."""
+
+    def measured(key: str) -> bool:
+        return memory is None or (memory.get(key) or 0) > 0
+
+    vram_rels = {
+        "load": preset.load_peak_vram_rel if tol.load_peak_vram is None else tol.load_peak_vram,
+        "runtime": preset.runtime_peak_vram_rel if tol.runtime_peak_vram is None else tol.runtime_peak_vram,
+    }
+    for phase, rel in vram_rels.items():
+        allocated, reserved = f"{phase}_peak_allocated_mb", f"{phase}_peak_vram_mb"
+        expected_alloc, expected_reserved = getattr(scenario, allocated), getattr(scenario, reserved)
+        if expected_alloc is not None and (measured(allocated) or expected_reserved is None):
+            add(allocated, "vram", expected_alloc, rel, preset.vram_pad_mb, allocated, "MiB")
+        elif expected_reserved is not None:
+            add(reserved, "vram", expected_reserved, rel, preset.vram_pad_mb, reserved, "MiB")
+    if scenario.warmup_peak_vram_mb is not None and measured("warmup_peak_vram_mb"):
+        rel = vram_rels["runtime"]
+        add(
+            "warmup_peak_vram_mb",
+            "vram",
+            scenario.warmup_peak_vram_mb,
+            rel,
+            preset.vram_pad_mb,
+            "warmup_peak_vram_mb",
+            "MiB",
+        )
+    if measured("runtime_peak_host_anon_mb"):
+        rel = preset.host_anon_rel if tol.host_anon is None else tol.host_anon
+        for key in ("load_peak_host_anon_mb", "runtime_peak_host_anon_mb"):
+            expected = getattr(scenario, key)
+            if expected is not None:
+                add(key, "host_anon", expected, rel, preset.host_anon_pad_mb, key, "MiB")
+
+
+def measured_values(measurement: Measurement, preset: Preset) -> dict[str, float]:
+    """Check name -> actual value (the preset's statistic over the samples)."""
+    m, agg = measurement, preset.aggregate
+    samples: dict[str, list[float]] = {"e2e": list(m.e2e_ms), "load": list(m.load_ms)}
+    runs = [list(s) for s in m.steps if s]
+    samples["avg_denoise"] = [statistics.fmean(s) for s in runs]
+    samples["median_denoise"] = [statistics.median(s) for s in runs]
+    for i in range(max(map(len, runs), default=0)):
+        samples[step_name(i)] = [s[i] for s in runs if len(s) > i]
+    for stages in m.stages:
+        for stage, ms in stages.items():
+            samples.setdefault(stage_name(stage), []).append(ms)
+    if m.num_frames:
+        samples["per_frame"] = [e / m.num_frames for e in m.e2e_ms]
+    for key, values in m.memory.items():
+        samples[key] = list(values)
+    return {name: value for name, xs in samples.items() if (value := agg(xs)) is not None}
+
+
+def evaluate(
+    scenario: Scenario,
+    measurement: Measurement,
+    tol: Tolerances,
+    preset: Preset,
+    *,
+    step_fractions: Sequence[float],
+) -> list[CheckResult]:
+    """Every check of the scenario against the measurement, with its verdict."""
+    values = measured_values(measurement, preset)
+    checks = plan_checks(
+        scenario,
+        tol,
+        preset,
+        step_fractions=step_fractions,
+        is_video=measurement.is_video,
+        num_frames=measurement.num_frames,
+        num_steps=max((len(s) for s in measurement.steps), default=0),
+        denoising_stages=measurement.denoising_stages,
+        memory={k: v for k, v in values.items() if k in measurement.memory},
+    )
+    return [judge(check, values.get(check.name)) for check in checks]
+
+
+def judge(check: Check, actual: float | None) -> CheckResult:
+    """The verdict of one check on one actual value."""
+    unit = check.unit
+    if check.kind in REQUIRED_POSITIVE and check.expected <= 0:
+        return CheckResult(
+            check, actual, "unguarded", f"{check.name}: baseline {check.key} is 0, so it is not guarded"
+        )
+    if actual is None or not math.isfinite(actual) or (check.kind in REQUIRED_POSITIVE and actual <= 0):
+        what = f"Stage {check.key.removeprefix('stages_ms.')} timing" if check.kind == "stage" else check.name
+        invalid = "" if actual is None else f" or invalid ({actual})"
+        return CheckResult(check, actual, "missing", f"{what} missing{invalid}")
+    if actual > check.limit:
+        return CheckResult(
+            check,
+            actual,
+            "fail",
+            f"{check.name}: {actual:.2f} {unit} > limit {check.limit:.2f} {unit} "
+            f"(expected {check.expected:.2f} {unit}, rel {check.rel:.1%}, pad {check.pad:g} {unit})",
+        )
+    return CheckResult(
+        check, actual, "pass", f"{check.name}: {actual:.2f} {unit} <= limit {check.limit:.2f} {unit}"
+    )
+
+
+def format_failures(results: Sequence[CheckResult]) -> str:
+    """A table of the failing and missing checks ('' when none)."""
+    bad = [r for r in results if not r.passed]
+    if not bad:
+        return ""
+    rows = [("check", "actual", "expected", "limit", "rel", "pad", "")]
+    for r in bad:
+        c = r.check
+        actual = "missing" if r.verdict == "missing" else f"{r.actual:.2f}"
+        rows.append(
+            (c.name, actual, f"{c.expected:.2f}", f"{c.limit:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", c.unit)
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
