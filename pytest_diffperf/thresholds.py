@@ -1,0 +1,161 @@
+"""SGLang consistency-threshold files: schema, loader, and the per-case thresholds.
+
+Layouts: a single ``consistency_threshold.json`` (SGLang <= 0.5.12) or
+``consistency_thresholds/<platform>.json`` (later), where a platform file is merged over ``h100.json``:
+its top-level keys replace H100's and each of its cases replaces the whole H100 entry. A field a
+case leaves out falls back to the (merged) file defaults, then to the built-in defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .baselines import read_json_object, validate
+from .errors import DiffperfError
+from .platforms import DEFAULT_GPU, canonical_platform, threshold_file_stems
+
+SINGLE_FILE = "consistency_threshold.json"
+PLATFORM_DIR = "consistency_thresholds"
+BASE_FILE = f"{DEFAULT_GPU}.json"
+
+Similarity = Annotated[float, Field(ge=-1, le=1)]  # CLIP cosine and SSIM live in [-1, 1]
+Psnr = Annotated[float, Field(ge=0)]
+PixelDiff = Annotated[float, Field(ge=0, le=255)]
+_STRICT = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Minimum CLIP similarity, SSIM and PSNR (dB); maximum mean absolute pixel difference."""
+
+    clip: float
+    ssim: float
+    psnr: float
+    mad: float
+
+
+BUILTIN_DEFAULTS = {
+    "image": Thresholds(clip=0.92, ssim=0.95, psnr=28.0, mad=8.0),
+    "video": Thresholds(clip=0.90, ssim=0.92, psnr=24.0, mad=10.0),
+}
+
+
+class CaseThresholds(BaseModel):
+    """One case's entry; other keys (audio thresholds, ...) are kept."""
+
+    model_config = _STRICT
+
+    clip_threshold: Similarity | None = None
+    ssim_threshold: Similarity | None = None
+    psnr_threshold: Psnr | None = None
+    mean_abs_diff_threshold: PixelDiff | None = None
+
+
+class ThresholdFile(BaseModel):
+    model_config = _STRICT
+
+    cases: dict[str, CaseThresholds] = Field(default_factory=dict)
+    default_clip_threshold_image: Similarity | None = None
+    default_clip_threshold_video: Similarity | None = None
+    default_ssim_threshold_image: Similarity | None = None
+    default_ssim_threshold_video: Similarity | None = None
+    default_psnr_threshold_image: Psnr | None = None
+    default_psnr_threshold_video: Psnr | None = None
+    default_mean_abs_diff_threshold_image: PixelDiff | None = None
+    default_mean_abs_diff_threshold_video: PixelDiff | None = None
+
+    def defaults(self, kind: str, fallback: Thresholds) -> Thresholds:
+        """This file's defaults for ``kind`` ("image" or "video"), ``fallback`` where unset."""
+
+        def pick(metric: str, default: float) -> float:
+            value = getattr(self, f"default_{metric}_threshold_{kind}")
+            return default if value is None else value
+
+        return Thresholds(
+            clip=pick("clip", fallback.clip),
+            ssim=pick("ssim", fallback.ssim),
+            psnr=pick("psnr", fallback.psnr),
+            mad=pick("mean_abs_diff", fallback.mad),
+        )
+
+
+@dataclass
+class ThresholdSet:
+    files: list[Path]  # base (H100) file first
+    defaults: dict[str, Thresholds]  # "image" / "video"
+    cases: dict[str, CaseThresholds]
+    source: dict[str, Path]  # case id -> file its entry came from
+    raw: dict[Path, dict[str, Any]] = field(repr=False)
+
+    def for_case(self, case_id: str, is_video: bool) -> Thresholds:
+        base = self.defaults["video" if is_video else "image"]
+        entry = self.cases.get(case_id)
+        if entry is None:
+            return base
+
+        def pick(value: float | None, default: float) -> float:
+            return default if value is None else value
+
+        return Thresholds(
+            clip=pick(entry.clip_threshold, base.clip),
+            ssim=pick(entry.ssim_threshold, base.ssim),
+            psnr=pick(entry.psnr_threshold, base.psnr),
+            mad=pick(entry.mean_abs_diff_threshold, base.mad),
+        )
+
+
+def threshold_files(path: str | Path, hardware: str | None = None) -> list[Path]:
+    """The files ``load_thresholds`` merges, base file first."""
+    path = Path(path)
+    if hardware is not None:
+        canonical_platform(hardware)
+    if path.is_dir() and (path / PLATFORM_DIR).is_dir():
+        path = path / PLATFORM_DIR
+    elif path.is_dir() and (path / SINGLE_FILE).is_file():
+        return [path / SINGLE_FILE]
+    if path.is_file():
+        base = path.parent / BASE_FILE
+        if path.parent.name == PLATFORM_DIR and base.is_file() and base.resolve() != path.resolve():
+            return [base, path]
+        return [path]
+    if not path.is_dir():
+        raise DiffperfError("file not found", source=str(path))
+    available = sorted(p.stem for p in path.glob("*.json"))
+    if hardware is None:
+        raise DiffperfError(
+            f"a {PLATFORM_DIR}/ folder needs a hardware platform; files here: {', '.join(available) or 'none'}",
+            source=str(path),
+        )
+    # A platform without its own file uses H100's thresholds, as SGLang does.
+    own = [
+        path / f"{stem}.json" for stem in threshold_file_stems(hardware) if (path / f"{stem}.json").is_file()
+    ]
+    files = [p for p in [path / BASE_FILE] + own[:1] if p.is_file()]
+    if not files:
+        raise DiffperfError(f"no {BASE_FILE} and no file for platform {hardware!r} here", source=str(path))
+    return list(dict.fromkeys(files))
+
+
+def load_thresholds(path: str | Path, hardware: str | None = None) -> ThresholdSet:
+    """Load a threshold file or ``consistency_thresholds/`` folder (``hardware`` picks the platform)."""
+    files = threshold_files(path, hardware)
+    raw = {f: read_json_object(f) for f in files}
+    defaults = dict(BUILTIN_DEFAULTS)
+    cases: dict[str, CaseThresholds] = {}
+    source: dict[str, Path] = {}
+    for f in files:
+        parsed = validate(ThresholdFile, raw[f], f, "")
+        defaults = {kind: parsed.defaults(kind, fallback) for kind, fallback in defaults.items()}
+        for case_id, entry in parsed.cases.items():
+            cases[case_id] = entry
+            source[case_id] = f
+    return ThresholdSet(files, defaults, cases, source, raw)
+
+
+def is_threshold_document(doc: dict[str, Any]) -> bool:
+    """Whether a parsed JSON object has the shape of a consistency-threshold file."""
+    return "scenarios" not in doc and ("cases" in doc or any(k.startswith("default_") for k in doc))
