@@ -12,7 +12,7 @@ import sys
 
 from .errors import DiffperfError
 
-SUBCOMMANDS: tuple[str, ...] = ()
+SUBCOMMANDS: tuple[str, ...] = ("lint", "show")
 
 
 def build_parser() -> argparse.ArgumentParser:

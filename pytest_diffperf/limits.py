@@ -366,13 +366,18 @@ def format_failures(results: Sequence[CheckResult]) -> str:
     bad = [r for r in results if not r.passed]
     if not bad:
         return ""
-    rows = [("check", "actual", "expected", "limit", "rel", "pad", "")]
+    rows = [("check", "actual", "expected", "limit", "rel", "pad", "unit")]
     for r in bad:
         c = r.check
         actual = "missing" if r.verdict == "missing" else f"{r.actual:.2f}"
         rows.append(
             (c.name, actual, f"{c.expected:.2f}", f"{c.limit:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", c.unit)
         )
+    return format_table(rows)
+
+
+def format_table(rows: Sequence[Sequence[str]]) -> str:
+    """Rows as aligned text: the first column left-aligned, the others right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
