@@ -1,0 +1,170 @@
+"""Stage math of each model family, written after the matching diffusers pipelines.
+
+A family exposes one method per SGLang stage; the staged runner (pipeline.py) times them. State
+flows through a plain dict ``ctx``. ``decode`` returns float images in [0, 1] shaped
+(n, H, W, 3) for images or (n, F, H, W, 3) for videos.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from .specs import GenParams
+
+
+def _tokens(tokenizer: Any, texts: list[str], length: int) -> dict[str, torch.Tensor]:
+    return tokenizer(
+        texts, padding="max_length", max_length=length, truncation=True, return_tensors="pt"
+    )
+
+
+class Family:
+    def __init__(self, components: dict[str, Any]):
+        self.c = components
+
+    def scheduler(self) -> Any:
+        """A fresh scheduler per request: diffusers schedulers keep per-run state."""
+        base = self.c["scheduler"]
+        return type(base).from_config(base.config)
+
+    def cfg(self, p: GenParams) -> bool:
+        return p.guidance_scale > 1.0
+
+
+class FluxFamily(Family):
+    """FluxPipeline: CLIP pooled + T5 sequence embeddings, packed latents, guidance embedding."""
+
+    def encode_text(self, p: GenParams, ctx: dict) -> None:
+        clip_ids = _tokens(self.c["tokenizer"], [p.prompt], 77).input_ids
+        t5_ids = _tokens(self.c["tokenizer_2"], [p.prompt], 64).input_ids
+        pooled = self.c["text_encoder"](clip_ids).pooler_output
+        seq = self.c["text_encoder_2"](t5_ids).last_hidden_state
+        ctx["pooled"] = pooled.repeat(p.n, 1)
+        ctx["embeds"] = seq.repeat(p.n, 1, 1)
+        ctx["txt_ids"] = torch.zeros(seq.shape[1], 3)
+
+    def prepare_latents(self, p: GenParams, ctx: dict, gen: torch.Generator) -> None:
+        from diffusers import FluxPipeline
+
+        h, w = 2 * (p.height // 16), 2 * (p.width // 16)
+        noise = torch.randn((p.n, 16, h, w), generator=gen)
+        ctx["latents"] = FluxPipeline._pack_latents(noise, p.n, 16, h, w)
+        ctx["img_ids"] = FluxPipeline._prepare_latent_image_ids(p.n, h // 2, w // 2, "cpu", torch.float32)
+
+    def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
+        from diffusers.pipelines.flux.pipeline_flux import calculate_shift
+
+        sched = ctx["scheduler"] = self.scheduler()
+        cfg = sched.config
+        mu = calculate_shift(
+            ctx["latents"].shape[1], cfg.base_image_seq_len, cfg.max_image_seq_len, cfg.base_shift, cfg.max_shift
+        )
+        sched.set_timesteps(sigmas=np.linspace(1.0, 1 / p.steps, p.steps).tolist(), mu=mu)
+        ctx["guidance"] = torch.full((p.n,), p.guidance_scale)
+        return sched.timesteps
+
+    def denoise_step(self, p: GenParams, ctx: dict, t: torch.Tensor) -> None:
+        latents = ctx["latents"]
+        pred = self.c["transformer"](
+            hidden_states=latents,
+            timestep=t.expand(latents.shape[0]) / 1000,
+            guidance=ctx["guidance"],
+            pooled_projections=ctx["pooled"],
+            encoder_hidden_states=ctx["embeds"],
+            txt_ids=ctx["txt_ids"],
+            img_ids=ctx["img_ids"],
+            return_dict=False,
+        )[0]
+        ctx["latents"] = ctx["scheduler"].step(pred, t, latents, return_dict=False)[0]
+
+    def decode(self, p: GenParams, ctx: dict) -> torch.Tensor:
+        from diffusers import FluxPipeline
+
+        vae = self.c["vae"]
+        latents = FluxPipeline._unpack_latents(ctx["latents"], p.height, p.width, 8)
+        latents = latents / vae.config.scaling_factor + vae.config.shift_factor
+        image = vae.decode(latents, return_dict=False)[0]
+        return (image / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 1)
+
+
+class SDFamily(Family):
+    """StableDiffusionPipeline: CLIP embeddings, classifier-free guidance, UNet, Euler."""
+
+    def encode_text(self, p: GenParams, ctx: dict) -> None:
+        texts = [p.negative_prompt, p.prompt] if self.cfg(p) else [p.prompt]
+        embeds = self.c["text_encoder"](_tokens(self.c["tokenizer"], texts, 77).input_ids).last_hidden_state
+        ctx["embeds"] = embeds.repeat_interleave(p.n, dim=0)
+
+    def prepare_latents(self, p: GenParams, ctx: dict, gen: torch.Generator) -> None:
+        ctx["latents"] = torch.randn((p.n, 4, p.height // 8, p.width // 8), generator=gen)
+
+    def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
+        sched = ctx["scheduler"] = self.scheduler()
+        sched.set_timesteps(p.steps)
+        ctx["latents"] = ctx["latents"] * sched.init_noise_sigma
+        return sched.timesteps
+
+    def denoise_step(self, p: GenParams, ctx: dict, t: torch.Tensor) -> None:
+        sched, latents = ctx["scheduler"], ctx["latents"]
+        model_in = torch.cat([latents] * 2) if self.cfg(p) else latents
+        model_in = sched.scale_model_input(model_in, t)
+        pred = self.c["unet"](model_in, t, encoder_hidden_states=ctx["embeds"], return_dict=False)[0]
+        if self.cfg(p):
+            uncond, cond = pred.chunk(2)
+            pred = uncond + p.guidance_scale * (cond - uncond)
+        ctx["latents"] = sched.step(pred, t, latents, return_dict=False)[0]
+
+    def decode(self, p: GenParams, ctx: dict) -> torch.Tensor:
+        vae = self.c["vae"]
+        image = vae.decode(ctx["latents"] / vae.config.scaling_factor, return_dict=False)[0]
+        return (image / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 1)
+
+
+class WanFamily(Family):
+    """WanPipeline: UMT5 embeddings (trimmed, zero-padded), 3D transformer, causal video VAE."""
+
+    def _embed(self, text: str, n: int) -> torch.Tensor:
+        tokens = _tokens(self.c["tokenizer"], [text], 64)
+        hidden = self.c["text_encoder"](tokens.input_ids, tokens.attention_mask).last_hidden_state
+        keep = int(tokens.attention_mask.sum())
+        hidden[:, keep:] = 0
+        return hidden.repeat(n, 1, 1)
+
+    def encode_text(self, p: GenParams, ctx: dict) -> None:
+        ctx["embeds"] = self._embed(p.prompt, p.n)
+        if self.cfg(p):
+            ctx["neg_embeds"] = self._embed(p.negative_prompt, p.n)
+
+    def prepare_latents(self, p: GenParams, ctx: dict, gen: torch.Generator) -> None:
+        frames = (p.num_frames - 1) // 4 + 1
+        ctx["latents"] = torch.randn((p.n, 16, frames, p.height // 8, p.width // 8), generator=gen)
+
+    def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
+        sched = ctx["scheduler"] = self.scheduler()
+        sched.set_timesteps(p.steps)
+        return sched.timesteps
+
+    def denoise_step(self, p: GenParams, ctx: dict, t: torch.Tensor) -> None:
+        latents, model = ctx["latents"], self.c["transformer"]
+        timestep = t.expand(latents.shape[0])
+        pred = model(hidden_states=latents, timestep=timestep, encoder_hidden_states=ctx["embeds"], return_dict=False)[0]
+        if self.cfg(p):
+            uncond = model(
+                hidden_states=latents, timestep=timestep, encoder_hidden_states=ctx["neg_embeds"], return_dict=False
+            )[0]
+            pred = uncond + p.guidance_scale * (pred - uncond)
+        ctx["latents"] = ctx["scheduler"].step(pred, t, latents, return_dict=False)[0]
+
+    def decode(self, p: GenParams, ctx: dict) -> torch.Tensor:
+        vae = self.c["vae"]
+        shape = (1, vae.config.z_dim, 1, 1, 1)
+        mean = torch.tensor(vae.config.latents_mean).view(shape)
+        std = torch.tensor(vae.config.latents_std).view(shape)
+        video = vae.decode(ctx["latents"] * std + mean, return_dict=False)[0]
+        return (video / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 4, 1)
+
+
+FAMILIES: dict[str, type[Family]] = {"flux": FluxFamily, "sd": SDFamily, "wan": WanFamily}
