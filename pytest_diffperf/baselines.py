@@ -299,13 +299,16 @@ def load_baselines(
     doc = raw[primary]
     tolerances, flat = parse_tolerances(doc, primary)
     step_fractions = parse_step_fractions(doc, primary, required=bool(tolerances))
-    prefix, overridden = apply_runner_overrides(doc, primary, runner_name)
+    prefix, overrides = runner_overrides(doc, primary, runner_name)
     scenarios: dict[str, Scenario] = {}
     source: dict[str, Path] = {}
     for f in files:
-        entries = overridden if f == primary else scenario_dicts(raw[f], f)
-        for name, entry in entries.items():
-            scenarios[name] = validate(Scenario, entry, f, join("scenarios", name))
+        for name, entry in scenario_dicts(raw[f], f).items():
+            scenario = validate(Scenario, entry, f, join("scenarios", name))
+            if f == primary and name in overrides:
+                where = join(join("runner_overrides", prefix), name)
+                scenario = validate(Scenario, {**entry, **overrides[name]}, f, where)
+            scenarios[name] = scenario
             source[name] = f
     return BaselineSet(files, primary, tolerances, step_fractions, scenarios, source, raw, flat, prefix)
 
@@ -345,20 +348,14 @@ def parse_step_fractions(doc: dict[str, Any], path: Path, *, required: bool) -> 
     return validate(Sampling, doc["sampling"], path, "sampling").step_fractions
 
 
-def apply_runner_overrides(
-    doc: dict[str, Any], path: Path, runner_name: str
-) -> tuple[str | None, dict[str, Any]]:
-    """(matching prefix, scenario dicts with its overrides shallow-merged); ``doc`` is not changed."""
-    scenarios = dict(scenario_dicts(doc, path))
+def runner_overrides(doc: dict[str, Any], path: Path, runner_name: str) -> tuple[str | None, dict[str, Any]]:
+    """The first ``runner_overrides`` prefix ``runner_name`` starts with, and its per-scenario fields."""
     overrides = doc.get("runner_overrides", {})
-    check_runner_overrides(overrides, scenarios, path)
+    check_runner_overrides(overrides, scenario_dicts(doc, path), path)
     for prefix, per_scenario in overrides.items():
         if runner_name.startswith(prefix):
-            for name, fields in per_scenario.items():
-                if isinstance(scenarios[name], dict):
-                    scenarios[name] = {**scenarios[name], **fields}
-            return prefix, scenarios
-    return None, scenarios
+            return prefix, per_scenario
+    return None, {}
 
 
 def check_runner_overrides(overrides: Any, scenarios: Mapping[str, Any], path: Path) -> None:

@@ -28,6 +28,7 @@ from .baselines import (
 )
 from .errors import DiffperfError
 from .limits import PER_FRAME_STAGE
+from .platforms import canonical_platform
 from .protocol import DENOISING_STAGE
 from .thresholds import ThresholdFile, is_threshold_document, threshold_files
 
@@ -62,6 +63,8 @@ class Finding:
 
 def lint_paths(paths: Iterable[str | Path], hardware: str | None = None) -> list[Finding]:
     """Lint files and folders (a folder: every file of both kinds, or the ones ``hardware`` reads)."""
+    if hardware is not None:
+        canonical_platform(hardware)
     out: list[Finding] = []
     for path in map(Path, paths):
         if path.is_file():

@@ -1,0 +1,42 @@
+"""Fixtures for the baseline, threshold, limit and lint tests."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+LAYOUT = HERE / "fixtures" / "sglang_layout"  # perf_baselines/<platform>.json + fragments + thresholds
+SINGLE = HERE / "fixtures" / "single_layout"  # perf_baselines.json (legacy flat tolerances)
+
+
+@pytest.fixture
+def layout() -> Path:
+    return LAYOUT
+
+
+@pytest.fixture
+def single() -> Path:
+    return SINGLE
+
+
+@pytest.fixture
+def h100_doc() -> dict:
+    """A fresh copy of the fixture H100 platform file."""
+    return copy.deepcopy(json.loads((LAYOUT / "perf_baselines" / "h100.json").read_text()))
+
+
+@pytest.fixture
+def write(tmp_path: Path):
+    """write(relative_path, data) -> path: JSON-encode data (text is written as is) under tmp_path."""
+
+    def _write(rel: str, data: object) -> Path:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(data if isinstance(data, str) else json.dumps(data, indent=1))
+        return path
+
+    return _write
