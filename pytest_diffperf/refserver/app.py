@@ -188,8 +188,8 @@ class RefServer:
             self.pipeline.run(params, warmup=True)
             self.warmed_up = True
             log.info("warmup done in %.0f ms", (time.perf_counter() - t0) * 1000)
-        self.state = "ready"
         print(f"[refserver] ready: {self.spec.name}", flush=True)
+        self.state = "ready"
 
     # ---- generation (worker thread) -------------------------------------------------------
     def generate(self, request_id: str, params: GenParams, on_step: Callable[[int, int], None] | None = None):
@@ -333,8 +333,9 @@ def create_app(config: ServerConfig) -> FastAPI:
         params = server.params_for(req, "video", num_frames=frames)
         job = VideoJob(id=f"video_{uuid.uuid4().hex}", params=params, fps=fps, model=spec.name)
         server.videos[job.id] = job
+        body = job.to_json()  # taken before the worker can pick the job up: always "queued"
         server.worker.submit(lambda: server.run_video(job))
-        return job.to_json()
+        return body
 
     @app.get(VIDEOS_PATH)
     async def list_videos() -> dict[str, Any]:

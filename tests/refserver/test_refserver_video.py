@@ -1,0 +1,85 @@
+"""Video jobs on a real tiny/wan-t2v server: async lifecycle, MP4 content, perf records."""
+
+from __future__ import annotations
+
+import imageio.v2 as imageio
+import pytest
+import requests
+
+SMALL_VIDEO = {"prompt": "waves rolling onto a beach", "size": "96x64", "num_frames": 5,
+               "num_inference_steps": 3, "seed": 11, "fps": 8}
+
+
+@pytest.fixture(scope="module")
+def wan(start_server):
+    return start_server("tiny/wan-t2v", "--warmup-sampling-params",
+                        '{"size": "64x64", "num_frames": 5, "num_inference_steps": 1}')
+
+
+def _frames(data: bytes, tmp_path) -> list:
+    path = tmp_path / "video.mp4"
+    path.write_bytes(data)
+    with imageio.get_reader(str(path), format="FFMPEG") as reader:
+        return [frame for frame in reader]  # not list(reader): len() is inf for this reader
+
+
+def test_video_job_lifecycle_and_mp4(wan, tmp_path):
+    job, progress = wan.video(**SMALL_VIDEO)
+    assert job["status"] == "completed" and job["object"] == "video"
+    assert progress[0] == 0 and progress[-1] == 100
+    assert progress == sorted(progress)
+    resp = requests.get(f"{wan.url}/v1/videos/{job['id']}/content", timeout=30)
+    assert resp.status_code == 200 and resp.headers["content-type"] == "video/mp4"
+    frames = _frames(resp.content, tmp_path)
+    assert len(frames) == 5
+    assert all(f.shape == (64, 96, 3) for f in frames)
+
+    record = wan.record(job["id"])
+    assert len(record.steps) == 3
+    assert sum(s.execution_time_ms for s in record.stages) <= record.total_duration_ms
+
+    listed = requests.get(f"{wan.url}/v1/videos", timeout=10).json()["data"]
+    assert job["id"] in {item["id"] for item in listed}
+
+
+def test_create_returns_queued_and_content_409_until_done(wan):
+    first = wan.post("/v1/videos", SMALL_VIDEO).json()
+    second = wan.post("/v1/videos", SMALL_VIDEO).json()
+    assert first["status"] == second["status"] == "queued"
+    assert set(second) >= {"id", "object", "status", "progress", "created_at", "size", "seconds"}
+    # The second job waits behind the first on the single worker.
+    resp = requests.get(f"{wan.url}/v1/videos/{second['id']}/content", timeout=10)
+    assert resp.status_code == 409 and resp.json()["error"]["code"] == "video_not_ready"
+
+
+def test_seconds_and_fps_give_4k_plus_1_frames(wan, tmp_path):
+    body = {k: v for k, v in SMALL_VIDEO.items() if k != "num_frames"}
+    job, _ = wan.video(**body, seconds="1")
+    assert job["num_frames"] == 9
+    data = requests.get(f"{wan.url}/v1/videos/{job['id']}/content", timeout=30).content
+    assert len(_frames(data, tmp_path)) == 9
+
+
+def test_video_deterministic(wan):
+    contents = []
+    for _ in range(2):
+        job, _ = wan.video(**SMALL_VIDEO)
+        contents.append(requests.get(f"{wan.url}/v1/videos/{job['id']}/content", timeout=30).content)
+    assert contents[0] == contents[1]
+
+
+@pytest.mark.parametrize("body", [
+    {**SMALL_VIDEO, "num_frames": 6},
+    {**SMALL_VIDEO, "size": "100x64"},
+    {**SMALL_VIDEO, "num_inference_steps": 0},
+    {"size": "64x64"},
+])
+def test_bad_video_requests_are_400(wan, body):
+    resp = wan.post("/v1/videos", body, timeout=30)
+    assert resp.status_code == 400
+    assert set(resp.json()["error"]) == {"message", "type", "code"}
+
+
+def test_image_on_video_model_is_400(wan):
+    resp = wan.post("/v1/images/generations", {"prompt": "x"}, timeout=30)
+    assert resp.status_code == 400
