@@ -1,0 +1,61 @@
+"""Time loading SGLang's baseline file and building every check of every scenario.
+
+    python benchmarks/bench_baselines.py [--path DIR_OR_FILE] [--hardware h100] [--repeats 30]
+
+Prints the median (and min/max) wall time of one full load + plan; the target is < 0.2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from pytest_diffperf.baselines import load_baselines
+from pytest_diffperf.limits import get_preset, plan_checks
+
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "sglang-data" / "v0.5.23" / "perf_baselines"
+
+
+def load_and_plan(path: Path, hardware: str) -> tuple[int, int]:
+    baselines = load_baselines(path, hardware, runner_name="")
+    tol = baselines.profile("pr_test", env={})
+    preset = get_preset("sglang")
+    checks = 0
+    for name, scenario in baselines.scenarios.items():
+        checks += len(
+            plan_checks(
+                scenario,
+                tol,
+                preset,
+                step_fractions=baselines.step_fractions,
+                is_video="t2v" in name or "i2v" in name,
+                num_frames=None,
+            )
+        )
+    return len(baselines.scenarios), checks
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--path", type=Path, default=DEFAULT)
+    parser.add_argument("--hardware", default="h100")
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args()
+    if not args.path.exists():
+        print(f"{args.path} not found (SGLang's data files are needed)", file=sys.stderr)
+        return 2
+    times = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        scenarios, checks = load_and_plan(args.path, args.hardware)
+        times.append(time.perf_counter() - start)
+    print(f"{scenarios} scenarios, {checks} checks, {args.repeats} repeats")
+    print(f"median {statistics.median(times) * 1000:.1f} ms  min {min(times) * 1000:.1f} ms  max {max(times) * 1000:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
