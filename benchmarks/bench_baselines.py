@@ -53,7 +53,9 @@ def main() -> int:
         scenarios, checks = load_and_plan(args.path, args.hardware)
         times.append(time.perf_counter() - start)
     print(f"{scenarios} scenarios, {checks} checks, {args.repeats} repeats")
-    print(f"median {statistics.median(times) * 1000:.1f} ms  min {min(times) * 1000:.1f} ms  max {max(times) * 1000:.1f} ms")
+    print(
+        f"median {statistics.median(times) * 1000:.1f} ms  min {min(times) * 1000:.1f} ms  max {max(times) * 1000:.1f} ms"
+    )
     return 0
 
 

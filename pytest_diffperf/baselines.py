@@ -98,9 +98,11 @@ class Sampling(BaseModel):
 def parse_json(path: Path) -> tuple[Any, list[str]]:
     """Parse a JSON file; return the data and the JSON paths of duplicated object keys."""
     dups: dict[int, list[str]] = {}
+    alive: list[dict[str, Any]] = []  # keeps every object alive, so ids stay unique
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         obj: dict[str, Any] = {}
+        alive.append(obj)
         for key, value in pairs:
             if key in obj:
                 dups.setdefault(id(obj), []).append(key)
@@ -283,9 +285,7 @@ def baseline_files(path: str | Path, hardware: str | None = None) -> list[Path]:
     return [path] + [f for f in fragments if f.resolve() != path.resolve()]
 
 
-def load_baselines(
-    path: str | Path, hardware: str | None = None, *, runner_name: str | None = None
-) -> BaselineSet:
+def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name: str | None = None) -> BaselineSet:
     """Load a baseline file or ``perf_baselines/`` folder (``hardware`` picks the platform file).
 
     ``runner_name`` (default: env ``RUNNER_NAME``) selects the first matching ``runner_overrides``
@@ -333,17 +333,13 @@ def parse_tolerances(doc: dict[str, Any], path: Path) -> tuple[dict[str, Toleran
         )
     if "e2e" in tol and not isinstance(tol["e2e"], dict):
         return {LEGACY_PROFILE: validate(Tolerances, tol, path, "tolerances")}, True
-    return {
-        name: validate(Tolerances, prof, path, join("tolerances", name)) for name, prof in tol.items()
-    }, False
+    return {name: validate(Tolerances, prof, path, join("tolerances", name)) for name, prof in tol.items()}, False
 
 
 def parse_step_fractions(doc: dict[str, Any], path: Path, *, required: bool) -> list[float]:
     if "sampling" not in doc:
         if required:
-            raise DiffperfError(
-                "required key is missing (with step_fractions)", source=str(path), key="sampling"
-            )
+            raise DiffperfError("required key is missing (with step_fractions)", source=str(path), key="sampling")
         return []
     return validate(Sampling, doc["sampling"], path, "sampling").step_fractions
 
@@ -373,10 +369,6 @@ def check_runner_overrides(overrides: Any, scenarios: Mapping[str, Any], path: P
         for name, fields in per_scenario.items():
             where = join(join(key, prefix), name)
             if name not in scenarios:
-                raise DiffperfError(
-                    "override for a scenario that is not in the file", source=str(path), key=where
-                )
+                raise DiffperfError("override for a scenario that is not in the file", source=str(path), key=where)
             if not isinstance(fields, dict):
-                raise DiffperfError(
-                    f"expected an object of fields, got {_kind(fields)}", source=str(path), key=where
-                )
+                raise DiffperfError(f"expected an object of fields, got {_kind(fields)}", source=str(path), key=where)

@@ -64,9 +64,7 @@ PRESETS: dict[str, Preset] = {"sglang": Preset("sglang")}
 
 def get_preset(name: str) -> Preset:
     if name not in PRESETS:
-        raise DiffperfError(
-            f"unknown preset {name!r}; expected one of: {', '.join(PRESETS)}", source="preset"
-        )
+        raise DiffperfError(f"unknown preset {name!r}; expected one of: {', '.join(PRESETS)}", source="preset")
     return PRESETS[name]
 
 
@@ -110,9 +108,7 @@ class Measurement:
         for record in records:
             stages.append({s.name: s.execution_time_ms for s in record.stages})
             for s in record.stages:
-                flagged = (
-                    s.is_denoising if "is_denoising" in s.model_fields_set else s.name == DENOISING_STAGE
-                )
+                flagged = s.is_denoising if "is_denoising" in s.model_fields_set else s.name == DENOISING_STAGE
                 if flagged:
                     denoising.add(s.name)
             for key in MEMORY_SNAPSHOT_KEYS:
@@ -198,9 +194,7 @@ def plan_checks(
     def timing(rel: float) -> float:
         return rel if tt is None else max(rel, tt)
 
-    def add(
-        name: str, kind: str, expected: float, rel: float, pad: float, key: str, unit: str = "ms"
-    ) -> None:
+    def add(name: str, kind: str, expected: float, rel: float, pad: float, key: str, unit: str = "ms") -> None:
         checks.append(Check(name, kind, expected, rel, pad, limit(expected, rel, pad), key, unit))
 
     checks: list[Check] = []
@@ -208,19 +202,11 @@ def plan_checks(
     if scenario.expected_load_ms is not None:
         load_rel = tol.e2e if tol.load is None else tol.load
         add("load", "load", scenario.expected_load_ms, timing(load_rel), preset.pad_ms, "expected_load_ms")
-    agg_rel = timing(tol.denoise_agg)
-    add(
-        "avg_denoise",
-        "denoise_agg",
-        scenario.expected_avg_denoise_ms,
-        agg_rel,
-        preset.pad_ms,
-        "expected_avg_denoise_ms",
-    )
-    add(
-        "median_denoise", "denoise_agg", scenario.expected_median_denoise_ms, agg_rel, preset.pad_ms,
-        "expected_median_denoise_ms",
-    )  # fmt: skip
+    for name, key in (
+        ("avg_denoise", "expected_avg_denoise_ms"),
+        ("median_denoise", "expected_median_denoise_ms"),
+    ):
+        add(name, "denoise_agg", getattr(scenario, key), timing(tol.denoise_agg), preset.pad_ms, key)
 
     baseline_steps = scenario.steps
     if num_steps is None:
@@ -229,9 +215,7 @@ def plan_checks(
     for i in step_indices(num_steps, step_fractions):
         if i not in baseline_steps:
             continue
-        rel, pad = (
-            (preset.first_step_rel, preset.first_step_pad_ms) if i == 0 else (tol.denoise_step, step_pad)
-        )
+        rel, pad = (preset.first_step_rel, preset.first_step_pad_ms) if i == 0 else (tol.denoise_step, step_pad)
         add(step_name(i), "step", baseline_steps[i], timing(rel), pad, f"denoise_step_ms.{i}")
 
     for stage, expected in scenario.stages_ms.items():
@@ -245,14 +229,8 @@ def plan_checks(
 
     per_frame = scenario.stages_ms.get(PER_FRAME_STAGE)
     if is_video and num_frames and per_frame:
-        add(
-            "per_frame",
-            "per_frame",
-            per_frame,
-            timing(tol.denoise_stage),
-            preset.pad_ms,
-            f"stages_ms.{PER_FRAME_STAGE}",
-        )
+        key = f"stages_ms.{PER_FRAME_STAGE}"
+        add("per_frame", "per_frame", per_frame, timing(tol.denoise_stage), preset.pad_ms, key)
 
     _plan_memory(scenario, tol, preset, memory, add)
     return checks
@@ -341,9 +319,7 @@ def judge(check: Check, actual: float | None) -> CheckResult:
     """The verdict of one check on one actual value."""
     unit = check.unit
     if check.kind in REQUIRED_POSITIVE and check.expected <= 0:
-        return CheckResult(
-            check, actual, "unguarded", f"{check.name}: baseline {check.key} is 0, so it is not guarded"
-        )
+        return CheckResult(check, actual, "unguarded", f"{check.name}: baseline {check.key} is 0, so it is not guarded")
     if actual is None or not math.isfinite(actual) or (check.kind in REQUIRED_POSITIVE and actual <= 0):
         what = f"Stage {check.key.removeprefix('stages_ms.')} timing" if check.kind == "stage" else check.name
         invalid = "" if actual is None else f" or invalid ({actual})"
@@ -356,9 +332,7 @@ def judge(check: Check, actual: float | None) -> CheckResult:
             f"{check.name}: {actual:.2f} {unit} > limit {check.limit:.2f} {unit} "
             f"(expected {check.expected:.2f} {unit}, rel {check.rel:.1%}, pad {check.pad:g} {unit})",
         )
-    return CheckResult(
-        check, actual, "pass", f"{check.name}: {actual:.2f} {unit} <= limit {check.limit:.2f} {unit}"
-    )
+    return CheckResult(check, actual, "pass", f"{check.name}: {actual:.2f} {unit} <= limit {check.limit:.2f} {unit}")
 
 
 def format_failures(results: Sequence[CheckResult]) -> str:
@@ -370,9 +344,7 @@ def format_failures(results: Sequence[CheckResult]) -> str:
     for r in bad:
         c = r.check
         actual = "missing" if r.verdict == "missing" else f"{r.actual:.2f}"
-        rows.append(
-            (c.name, actual, f"{c.expected:.2f}", f"{c.limit:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", c.unit)
-        )
+        rows.append((c.name, actual, f"{c.expected:.2f}", f"{c.limit:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", c.unit))
     return format_table(rows)
 
 

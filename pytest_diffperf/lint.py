@@ -77,9 +77,7 @@ def lint_paths(paths: Iterable[str | Path], hardware: str | None = None) -> list
         else:
             found = [_try(baseline_files, path, hardware), _try(threshold_files, path, hardware)]
             if not any(found):
-                raise DiffperfError(
-                    f"no baseline or threshold files for platform {hardware!r}", source=str(path)
-                )
+                raise DiffperfError(f"no baseline or threshold files for platform {hardware!r}", source=str(path))
             out += lint_baselines(path, hardware) if found[0] else []
             out += [x for f in found[1] for x in lint_file(f)]
     return out
@@ -124,9 +122,7 @@ def lint_file(path: Path, *, skip_unknown: bool = False) -> list[Finding]:
         data, dups = parse_json(path)
     except DiffperfError as exc:
         return [Finding("error", str(path), "", "", _bare(exc))]
-    out = [
-        Finding("error", str(path), "", key, "duplicate key (JSON keeps only the last one)") for key in dups
-    ]
+    out = [Finding("error", str(path), "", key, "duplicate key (JSON keeps only the last one)") for key in dups]
     if not isinstance(data, dict):
         return out + [Finding("error", str(path), "", "", "expected a JSON object at the top level")]
     if is_threshold_document(data):
@@ -175,9 +171,7 @@ def lint_baseline_doc(path: Path, doc: dict[str, Any]) -> list[Finding]:
         and "pr_test" not in doc["tolerances"]
         and "e2e" not in doc["tolerances"]
     ):
-        out.append(
-            Finding("warning", file, "", "tolerances", "no 'pr_test' profile (SGLang's default profile)")
-        )
+        out.append(Finding("warning", file, "", "tolerances", "no 'pr_test' profile (SGLang's default profile)"))
     scenarios = doc["scenarios"]
     if not isinstance(scenarios, dict):
         return out + [Finding("error", file, "", "scenarios", "expected an object of scenarios")]
@@ -227,9 +221,7 @@ def lint_scenario(entry: Any) -> list[tuple[str, str, str]]:
         if getattr(s, key) == 0:
             out.append(("warning", key, "is 0: this metric is unguarded"))
     if s.estimated_full_test_time_s is None:
-        out.append(
-            ("warning", "estimated_full_test_time_s", "missing (SGLang uses it to partition CI suites)")
-        )
+        out.append(("warning", "estimated_full_test_time_s", "missing (SGLang uses it to partition CI suites)"))
     return out + [("warning", key, msg) for key, msg in _consistency(s)]
 
 
@@ -246,14 +238,14 @@ def _consistency(s: Scenario) -> list[tuple[str, str]]:
             expected = getattr(s, key)
             if computed > 0 and abs(expected - computed) > AGG_TOLERANCE * computed:
                 change = expected / computed - 1
-                message = f"{expected:.2f} differs from the {label} of denoise_step_ms ({computed:.2f}) by {change:+.1%}"
+                message = (
+                    f"{expected:.2f} differs from the {label} of denoise_step_ms ({computed:.2f}) by {change:+.1%}"
+                )
                 out.append((key, message))
         denoise = s.stages_ms.get(DENOISING_STAGE)
         total = sum(values)
         if denoise is not None and denoise < total * (1 - DENOISE_SHORT[0]) - DENOISE_SHORT[1]:
-            out.append(
-                (f"stages_ms.{DENOISING_STAGE}", f"{denoise:.2f} is shorter than its steps ({total:.2f})")
-            )
+            out.append((f"stages_ms.{DENOISING_STAGE}", f"{denoise:.2f} is shorter than its steps ({total:.2f})"))
         if denoise is not None and denoise > total * (1 + DENOISE_LONG[0]) + DENOISE_LONG[1]:
             out.append(
                 (
@@ -281,8 +273,6 @@ def _overlaps(docs: list[tuple[Path, dict[str, Any]]]) -> list[Finding]:
         scenarios = doc.get("scenarios")
         for name in scenarios if isinstance(scenarios, dict) else ():
             if name in seen:
-                out.append(
-                    Finding("warning", str(path), name, "", f"also defined in {seen[name]}; this entry wins")
-                )
+                out.append(Finding("warning", str(path), name, "", f"also defined in {seen[name]}; this entry wins"))
             seen[name] = path
     return out

@@ -131,9 +131,7 @@ def threshold_files(path: str | Path, hardware: str | None = None) -> list[Path]
             source=str(path),
         )
     # A platform without its own file uses H100's thresholds, as SGLang does.
-    own = [
-        path / f"{stem}.json" for stem in threshold_file_stems(hardware) if (path / f"{stem}.json").is_file()
-    ]
+    own = [path / f"{stem}.json" for stem in threshold_file_stems(hardware) if (path / f"{stem}.json").is_file()]
     files = [p for p in [path / BASE_FILE] + own[:1] if p.is_file()]
     if not files:
         raise DiffperfError(f"no {BASE_FILE} and no file for platform {hardware!r} here", source=str(path))

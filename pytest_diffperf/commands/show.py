@@ -105,8 +105,5 @@ def _print_text(args, baselines: BaselineSet, plans: dict[str, tuple[bool, list[
         kind = "video" if is_video else "image"
         print(f"\n{name}  ({baselines.source[name]}, {kind})")
         rows = [("check", "expected", "rel", "pad", "limit", "unit")]
-        rows += [
-            (c.name, f"{c.expected:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", f"{c.limit:.2f}", c.unit)
-            for c in checks
-        ]
+        rows += [(c.name, f"{c.expected:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", f"{c.limit:.2f}", c.unit) for c in checks]
         print(textwrap.indent(format_table(rows), "  "))

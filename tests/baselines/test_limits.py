@@ -55,9 +55,7 @@ def at_baseline(scenario: Scenario, factor: float = 1.0, **changes) -> Measureme
     stages = {name: factor * ms for name, ms in scenario.stages_ms.items() if ms is not None}
     memory = {k: [factor * getattr(scenario, k)] for k in MEMORY_KEYS if getattr(scenario, k) is not None}
     load = () if scenario.expected_load_ms is None else (factor * scenario.expected_load_ms,)
-    fields = dict(
-        e2e_ms=[factor * scenario.expected_e2e_ms], steps=[run], stages=[stages], load_ms=load, memory=memory
-    )
+    fields = dict(e2e_ms=[factor * scenario.expected_e2e_ms], steps=[run], stages=[stages], load_ms=load, memory=memory)
     return Measurement(**{**fields, **changes})
 
 
@@ -77,9 +75,7 @@ def test_at_baseline_everything_passes(fixture_set, tol):
     assert format_failures(results) == ""
 
 
-@given(
-    factor=st.floats(min_value=0.001, max_value=1.0), name=st.sampled_from(["img_t2i", "vid_t2v", "io_bound"])
-)
+@given(factor=st.floats(min_value=0.001, max_value=1.0), name=st.sampled_from(["img_t2i", "vid_t2v", "io_bound"]))
 def test_faster_never_fails(fixture_set, tol, factor, name):
     scenario = fixture_set.scenarios[name]
     results = run(fixture_set, tol, name, at_baseline(scenario, factor))
@@ -124,9 +120,7 @@ def test_injected_slowdowns_fail_exactly_those_checks(fixture_set, tol):
 def test_exactly_at_limit_passes(fixture_set, tol):
     scenario = fixture_set.scenarios["img_t2i"]
     limit_e2e = limit(1100.0, 0.25, 20)
-    assert (
-        verdicts(run(fixture_set, tol, "img_t2i", at_baseline(scenario, e2e_ms=[limit_e2e])))["e2e"] == "pass"
-    )
+    assert verdicts(run(fixture_set, tol, "img_t2i", at_baseline(scenario, e2e_ms=[limit_e2e])))["e2e"] == "pass"
 
 
 def test_missing_stage(fixture_set, tol):
@@ -175,9 +169,7 @@ def test_missing_measurements(fixture_set, tol):
 
 
 def rels(fixture_set, tol, name, **kw) -> dict[str, float]:
-    checks = plan_checks(
-        fixture_set.scenarios[name], tol, SGLANG, step_fractions=fixture_set.step_fractions, **kw
-    )
+    checks = plan_checks(fixture_set.scenarios[name], tol, SGLANG, step_fractions=fixture_set.step_fractions, **kw)
     return {c.name: c.rel for c in checks}
 
 
@@ -193,16 +185,12 @@ def test_timing_tolerance_raises_wall_clock_rels_only(fixture_set, tol):
 
 
 def test_env_overrides_reach_the_limits(fixture_set):
-    tol = fixture_set.profile(
-        "pr_test", env={"SGLANG_E2E_TOLERANCE": "1.0", "SGLANG_DENOISE_STEP_TOLERANCE": "2"}
-    )
+    tol = fixture_set.profile("pr_test", env={"SGLANG_E2E_TOLERANCE": "1.0", "SGLANG_DENOISE_STEP_TOLERANCE": "2"})
     r = rels(fixture_set, tol, "img_t2i", is_video=False, num_frames=None)
     assert r["e2e"] == 1.0 and r["step[2]"] == 2.0 and r["load"] == 0.4
 
 
-@pytest.mark.parametrize(
-    ("runner", "e2e_limit"), [("b200-pool-a-1", 2500.0), ("b200-pool-z", 3750.0), ("x", 1375.0)]
-)
+@pytest.mark.parametrize(("runner", "e2e_limit"), [("b200-pool-a-1", 2500.0), ("b200-pool-z", 3750.0), ("x", 1375.0)])
 def test_runner_overrides_reach_the_limits(layout, runner, e2e_limit):
     baselines = load_baselines(layout / "perf_baselines", "b200", runner_name=runner)
     checks = plan_checks(
@@ -267,10 +255,7 @@ def test_denoising_role_from_the_measurement(fixture_set, tol):
     scenario = fixture_set.scenarios["img_t2i"]
     kw = dict(step_fractions=[0], is_video=False, num_frames=None)
     default = {c.name: c.rel for c in plan_checks(scenario, tol, SGLANG, **kw)}
-    flagged = {
-        c.name: c.rel
-        for c in plan_checks(scenario, tol, SGLANG, denoising_stages={"TextEncodingStage"}, **kw)
-    }
+    flagged = {c.name: c.rel for c in plan_checks(scenario, tol, SGLANG, denoising_stages={"TextEncodingStage"}, **kw)}
     assert default["stage[DenoisingStage]"] == 0.25 and default["stage[TextEncodingStage]"] == 0.8
     assert flagged["stage[DenoisingStage]"] == 0.8 and flagged["stage[TextEncodingStage]"] == 0.25
 
@@ -279,9 +264,7 @@ def test_memory_check_selection(fixture_set, tol):
     scenario = fixture_set.scenarios["img_t2i"]
 
     def names(memory):
-        checks = plan_checks(
-            scenario, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None, memory=memory
-        )
+        checks = plan_checks(scenario, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None, memory=memory)
         return [c.name for c in checks if c.unit == "MiB"]
 
     assert names(None) == ["load_peak_allocated_mb", "runtime_peak_allocated_mb"]
@@ -300,13 +283,9 @@ def test_memory_check_selection(fixture_set, tol):
     plan = plan_checks(with_extra, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None)
     by_name = {c.name: c for c in plan}
     assert by_name["warmup_peak_vram_mb"].rel == 0.02 and by_name["warmup_peak_vram_mb"].pad == 128
-    assert (
-        by_name["runtime_peak_host_anon_mb"].rel == 0.02 and by_name["runtime_peak_host_anon_mb"].pad == 256
-    )
+    assert by_name["runtime_peak_host_anon_mb"].rel == 0.02 and by_name["runtime_peak_host_anon_mb"].pad == 256
     measured = {"load_peak_allocated_mb": 1.0, "runtime_peak_allocated_mb": 1.0}  # no warmup, no host figures
-    plan = plan_checks(
-        with_extra, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None, memory=measured
-    )
+    plan = plan_checks(with_extra, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None, memory=measured)
     assert {c.name for c in plan if c.unit == "MiB"} == set(measured)
 
 

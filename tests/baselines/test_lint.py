@@ -173,9 +173,7 @@ def test_folder_walk_skips_other_json(write, h100_doc):
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_diffperf.cli", "lint", *args], capture_output=True, text=True
-    )
+    return subprocess.run([sys.executable, "-m", "pytest_diffperf.cli", "lint", *args], capture_output=True, text=True)
 
 
 def test_cli_exit_codes_and_output(write, h100_doc, layout):
@@ -193,9 +191,7 @@ def test_cli_exit_codes_and_output(write, h100_doc, layout):
     result = cli(str(bad), "--json")
     assert result.returncode == 1
     data = json.loads(result.stdout)
-    assert {"severity": "error", "file": str(bad), "scenario": S, "key": "expected_e2e_ms"}.items() <= data[
-        0
-    ].items()
+    assert {"severity": "error", "file": str(bad), "scenario": S, "key": "expected_e2e_ms"}.items() <= data[0].items()
 
 
 def test_cli_hardware_picks_files(layout):

@@ -106,9 +106,7 @@ def test_profiles_by_name(layout):
     assert baselines.profile("pr_test", env={}).load == 0.4
     assert baselines.profile("long_term", env={}).e2e == 0.15
     assert baselines.profile("long_term", env={}).load is None
-    with pytest.raises(
-        DiffperfError, match=r"unknown tolerance profile 'nightly'; the file has: long_term, pr_test"
-    ):
+    with pytest.raises(DiffperfError, match=r"unknown tolerance profile 'nightly'; the file has: long_term, pr_test"):
         baselines.profile("nightly", env={})
 
 
@@ -116,9 +114,7 @@ def test_env_overrides(layout):
     baselines = load_baselines(layout / "perf_baselines", "h100", runner_name="")
     env = {var: str(0.5 + i / 100) for i, var in enumerate(ENV_OVERRIDES.values())}
     tol = baselines.profile("pr_test", env=env)
-    assert [getattr(tol, name) for name in ENV_OVERRIDES] == [
-        0.5 + i / 100 for i in range(len(ENV_OVERRIDES))
-    ]
+    assert [getattr(tol, name) for name in ENV_OVERRIDES] == [0.5 + i / 100 for i in range(len(ENV_OVERRIDES))]
     assert tol.load == 0.4  # no variable for these two, as in SGLang
     assert tol.host_anon is None
     assert baselines.profile("pr_test", env={"SGLANG_E2E_TOLERANCE": " "}).e2e == 0.25  # blank = unset
@@ -147,9 +143,7 @@ def test_runner_overrides(layout, runner, prefix, e2e, load):
     scenario = baselines.scenarios["img_t2i"]
     assert (scenario.expected_e2e_ms, scenario.expected_load_ms) == (e2e, load)
     assert scenario.expected_avg_denoise_ms == 100.0  # shallow update: other fields untouched
-    assert (
-        baselines.raw[baselines.primary]["scenarios"]["img_t2i"]["expected_e2e_ms"] == 1100.0
-    )  # raw unchanged
+    assert baselines.raw[baselines.primary]["scenarios"]["img_t2i"]["expected_e2e_ms"] == 1100.0  # raw unchanged
 
 
 def test_runner_name_defaults_to_env(layout, monkeypatch):

@@ -221,9 +221,7 @@ def test_several_problems_make_one_message(write, h100_doc):
     scenario["expected_e2e_ms"] = "x"
     scenario["expected_load_ms"] = -1
     path = write("perf_baselines.json", h100_doc)
-    with pytest.raises(
-        DiffperfError, match=r"expected_e2e_ms: expected a valid number, got 'x' \(and 1 more problem"
-    ):
+    with pytest.raises(DiffperfError, match=r"expected_e2e_ms: expected a valid number, got 'x' \(and 1 more problem"):
         load_baselines(path, runner_name="")
 
 
@@ -315,9 +313,7 @@ def test_malformed_thresholds(write, mutate, key, fragment):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_diffperf.cli", *args], capture_output=True, text=True
-    )
+    return subprocess.run([sys.executable, "-m", "pytest_diffperf.cli", *args], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize(

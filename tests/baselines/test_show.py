@@ -31,9 +31,7 @@ def test_text_output(layout):
     assert lines[2] == f"img_t2i  ({layout}/perf_baselines/h100.json, image)"
     assert lines[3].split() == ["check", "expected", "rel", "pad", "limit", "unit"]
     assert lines[4].split() == ["e2e", "1100.00", "25.0%", "20", "1375.00", "ms"]
-    assert ["stage[DecodingStage]", "10.00", "90.0%", "450", "460.00", "ms"] in [
-        line.split() for line in lines
-    ]
+    assert ["stage[DecodingStage]", "10.00", "90.0%", "450", "460.00", "ms"] in [line.split() for line in lines]
 
 
 def test_json_output(layout):
