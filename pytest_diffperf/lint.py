@@ -131,7 +131,7 @@ def lint_file(path: Path, *, skip_unknown: bool = False) -> list[Finding]:
         return out + lint_baseline_doc(path, data)
     if skip_unknown:
         return out
-    message = "neither a baseline file (no 'scenarios') nor a threshold file (no 'cases')"
+    message = "neither a baseline file (no 'scenarios') nor a threshold file (no 'cases' object)"
     return out + [Finding("error", str(path), "", "", message)]
 
 

@@ -156,4 +156,6 @@ def load_thresholds(path: str | Path, hardware: str | None = None) -> ThresholdS
 
 def is_threshold_document(doc: dict[str, Any]) -> bool:
     """Whether a parsed JSON object has the shape of a consistency-threshold file."""
-    return "scenarios" not in doc and ("cases" in doc or any(k.startswith("default_") for k in doc))
+    if "scenarios" in doc:
+        return False
+    return isinstance(doc.get("cases"), dict) or any(k.startswith("default_") and "threshold" in k for k in doc)

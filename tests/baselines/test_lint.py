@@ -124,6 +124,7 @@ def test_all_schema_errors_are_listed(write, h100_doc):
         ('{"scenarios": {', "invalid JSON"),
         ("[1]", "expected a JSON object at the top level"),
         ('{"models": []}', "neither a baseline file"),
+        ('{"cases": [{"id": "a"}]}', "neither a baseline file"),  # the plugin's case file
         ('{"scenarios": {"a": {}, "a": {}}}', "duplicate key"),
         ('{"scenarios": []}', "expected an object of scenarios"),
         ('{"scenarios": {"a": 1}}', "expected an object"),
@@ -169,6 +170,7 @@ def test_lint_thresholds_of_a_platform(layout):
 def test_folder_walk_skips_other_json(write, h100_doc):
     write("perf_baselines.json", h100_doc)
     write("other/config.json", {"models": []})
+    write("cases.json", {"cases": [{"id": "img_t2i"}]})
     assert not [f for f in lint_paths([write("x", "").parent]) if f.severity == "error"]
 
 
