@@ -1,0 +1,141 @@
+"""Benchmark the bundled CPU reference server: load time, end-to-end latency, stage and step times.
+
+For each model a fresh ``diffperf-refserver serve`` process is started; load time is the load
+marker's monotonic timestamp minus the spawn time. After the startup warmup, ``--repeats``
+requests run at the bundled-suite shapes; the table gives medians and spread, and the per-stage
+and per-step medians come from the server's own ``performance.log`` records.
+
+    python benchmarks/bench_refserver.py [--repeats 7] [--threads 1] [--models tiny/flux-t2i ...] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+from pytest_diffperf.protocol import LOAD_MARKER, PERF_LOG_FILE, STANDARD_STAGES, PerfRecord, parse_load_marker
+
+WORKLOADS = {
+    "tiny/flux-t2i": {"prompt": "a lighthouse on a cliff at sunset", "size": "256x256", "num_inference_steps": 12},
+    "tiny/sd-t2i": {"prompt": "a lighthouse on a cliff at sunset", "size": "256x256", "num_inference_steps": 12},
+    "tiny/wan-t2v": {"prompt": "waves rolling onto a beach", "size": "128x128", "num_frames": 9,
+                     "num_inference_steps": 6},
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
+    """Run one request to completion; returns (request id, client-side seconds)."""
+    t0 = time.perf_counter()
+    if model.endswith("t2v"):
+        job = requests.post(url + "/v1/videos", json=body, timeout=300).json()
+        while job["status"] not in ("completed", "failed"):
+            time.sleep(0.01)
+            job = requests.get(f"{url}/v1/videos/{job['id']}", timeout=30).json()
+        assert job["status"] == "completed", job
+        requests.get(f"{url}/v1/videos/{job['id']}/content", timeout=30).raise_for_status()
+        return job["id"], time.perf_counter() - t0
+    resp = requests.post(url + "/v1/images/generations", json=body, timeout=300)
+    resp.raise_for_status()
+    return resp.json()["id"], time.perf_counter() - t0
+
+
+def bench_model(model: str, repeats: int, threads: int) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-refserver-"))
+    port = _free_port()
+    env = dict(os.environ, SGLANG_DIFFUSION_STAGE_LOGGING="1", SGLANG_PERF_LOG_DIR=str(workdir),
+               HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "pytest_diffperf.refserver", "serve", "--model-path", model, "--port", str(port),
+           "--log-level", "warning", "--num-threads", str(threads)]
+    spawn_ns = time.monotonic_ns()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        marker_ns = None
+        for line in proc.stdout:
+            marker_ns = parse_load_marker(line) if LOAD_MARKER in line else None
+            if marker_ns:
+                break
+        if marker_ns is None:
+            raise RuntimeError(f"{model}: server exited before the load marker")
+        while requests.get(url + "/health", timeout=5).status_code != 200:
+            time.sleep(0.05)
+        ready_ns = time.monotonic_ns()
+        body = WORKLOADS[model]
+        ids, wall = [], []
+        for _ in range(repeats):
+            request_id, seconds = _one_request(url, model, body)
+            ids.append(request_id)
+            wall.append(seconds * 1000)
+    finally:
+        proc.kill()
+        proc.wait()
+    records = {r.request_id: r for r in map(PerfRecord.model_validate_json,
+                                            (workdir / PERF_LOG_FILE).read_text().splitlines())}
+    recs = [records[i] for i in ids]
+    return {
+        "model": model,
+        "workload": body,
+        "load_ms": (marker_ns - spawn_ns) / 1e6,
+        "ready_ms": (ready_ns - spawn_ns) / 1e6,
+        "e2e_ms": wall,
+        "total_ms": [r.total_duration_ms for r in recs],
+        "stages_ms": {name: statistics.median(next(s.execution_time_ms for s in r.stages if s.name == name)
+                                              for r in recs) for name in STANDARD_STAGES},
+        "step_ms": statistics.median(ms for r in recs for ms in r.steps),
+        "step_cv": statistics.pstdev([ms for r in recs for ms in r.steps])
+        / statistics.mean([ms for r in recs for ms in r.steps]),
+        "runtime_peak_mb": max(r.memory_snapshots["runtime_peak"].peak_host_anon_mb for r in recs),
+    }
+
+
+def _spread(values: list[float]) -> str:
+    med = statistics.median(values)
+    cv = statistics.pstdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
+    return f"{med:8.1f} [{min(values):.0f}-{max(values):.0f}, cv {cv:.0%}]"
+
+
+def print_table(results: list[dict]) -> None:
+    print(f"{'model':15} {'load ms':>8} {'ready ms':>9}  {'e2e ms median [min-max, cv]':32} "
+          f"{'server total ms':32} {'step ms':>8}")
+    for r in results:
+        print(f"{r['model']:15} {r['load_ms']:8.0f} {r['ready_ms']:9.0f}  {_spread(r['e2e_ms']):32} "
+              f"{_spread(r['total_ms']):32} {r['step_ms']:8.1f}")
+    print()
+    short = [name.removesuffix("Stage") for name in STANDARD_STAGES]
+    print(f"{'stage medians (ms)':19}" + "".join(f"{s:>20}" for s in short))
+    for r in results:
+        print(f"{r['model']:19}" + "".join(f"{r['stages_ms'][n]:20.2f}" for n in STANDARD_STAGES))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    args = parser.parse_args()
+    results = [bench_model(m, args.repeats, args.threads) for m in args.models]
+    print_table(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
