@@ -1,0 +1,225 @@
+"""The consistency check of one output: select frames, find and verify GT, compare, report.
+
+``check_output`` is the one entry point; it returns a ConsistencyResult or raises
+ConsistencyFailure (message prefix ``CONSISTENCY:``); configuration problems raise DiffperfError.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DiffperfError
+from . import artifacts, embcache, groundtruth, manifest
+from .clip import Embedder, get_embedder
+from .config import ConsistencyConfig
+from .metrics import ThresholdsLike, check_frame, cosine, pixel_metrics
+from .result import PREFIX, ConsistencyFailure, ConsistencyResult, FrameResult, frame_line, thresholds_line
+
+
+def check_output(
+    case_id: str,
+    num_gpus: int,
+    is_video: bool,
+    output_ext: str,
+    frames: list[np.ndarray],
+    thresholds: ThresholdsLike,
+    cfg: ConsistencyConfig,
+    media: bytes | None = None,
+) -> ConsistencyResult:
+    """Compare an output with its ground truth, or write it as GT when ``cfg.regen``.
+
+    ``frames``: all decoded uint8 RGB frames of the output (one for an image). ``output_ext``: the
+    image's file extension (``png``/``jpg``; ignored for video). ``media``: the image file as served;
+    GT regeneration writes it verbatim under SGLang's name (without it, the pixels go to a PNG).
+    """
+    if cfg.regen:
+        return _regenerate(case_id, num_gpus, is_video, output_ext, frames, cfg, media)
+    if cfg.skip:
+        return ConsistencyResult(case_id, num_gpus, is_video, "skipped", message=cfg.skip_reason)
+    gt_dir = _gt_dir(cfg)
+    picks = _picks(frames, is_video, cfg)
+    names = groundtruth.gt_names(case_id, num_gpus, is_video, output_ext, [label for _, label in picks])
+    located = groundtruth.locate(gt_dir, cfg.platform, names, is_video)
+    result = ConsistencyResult(case_id, num_gpus, is_video, "failed", thresholds=thresholds)
+    outs = [frames[index] for index, _ in picks]
+    if located.missing:
+        ready = _gt_files(case_id, num_gpus, is_video, output_ext, frames, picks, media)
+        _fail_missing(result, cfg, located, names, ready)
+    paths = [p for p in located.files if p is not None]
+    result.gt_files = [str(p) for p in paths]
+    datas = [p.read_bytes() for p in paths]
+    shas = [manifest.sha256(d) for d in datas]
+    result.integrity = _verify(result, gt_dir, paths, shas)
+    gts = [groundtruth.decode(d) for d in datas]
+    _check_shapes(result, picks, outs, gts, paths)
+    sims = _clip_similarities(get_embedder(cfg.clip_model, cfg.clip_pretrained), outs, gts, paths, shas)
+    for (index, label), out, gt, path, sim in zip(picks, outs, gts, paths, sims, strict=True):
+        metrics = pixel_metrics(out, gt, sim)
+        result.frames.append(FrameResult(index, label, str(path), metrics, tuple(metrics.failed(thresholds))))
+    failed = [f for f in result.frames if f.failed]
+    result.status = "failed" if failed else "passed"
+    result.reason = "mismatch" if failed else None
+    if cfg.artifacts_dir is not None:
+        result.artifacts = [str(p) for p in artifacts.case_paths(cfg.artifacts_dir, case_id, num_gpus)]
+    result.message = _summary(result, failed)
+    if cfg.artifacts_dir is not None:
+        artifacts.write_case(cfg.artifacts_dir, result, outs, gts)
+    if failed:
+        raise ConsistencyFailure(result)
+    return result
+
+
+def _gt_dir(cfg: ConsistencyConfig) -> Path:
+    if cfg.gt_dir is None:
+        raise DiffperfError(
+            "no ground-truth folder: set --diffperf-gt-dir (ini diffperf_gt_dir) or SGLANG_CONSISTENCY_GT_DIR",
+            source="--diffperf-gt-dir",
+        )
+    return cfg.gt_dir
+
+
+def _picks(frames: list[np.ndarray], is_video: bool, cfg: ConsistencyConfig) -> list[tuple[int, str]]:
+    """(frame index, GT label) of each compared frame; the frames must be uint8 RGB."""
+    if not frames:
+        raise ValueError("no output frames to compare")
+    for i, frame in enumerate(frames):
+        check_frame(frame, f"output frame {i}")
+    return cfg.frame_spec.select(len(frames)) if is_video else [(0, "")]
+
+
+def _regenerate(
+    case_id: str,
+    num_gpus: int,
+    is_video: bool,
+    output_ext: str,
+    frames: list[np.ndarray],
+    cfg: ConsistencyConfig,
+    media: bytes | None,
+) -> ConsistencyResult:
+    """Write the output as the case's GT (where the check will read it) and record its hashes."""
+    gt_dir = _gt_dir(cfg)
+    picks = _picks(frames, is_video, cfg)
+    files = _gt_files(case_id, num_gpus, is_video, output_ext, frames, picks, media)
+    folder = groundtruth.locate(gt_dir, cfg.platform, list(files), is_video).folder
+    groundtruth.write(gt_dir, {folder / name: data for name, data in files.items()})
+    paths = [str(folder / name) for name in files]
+    return ConsistencyResult(
+        case_id, num_gpus, is_video, "regenerated", message=f"wrote {', '.join(paths)}", gt_files=paths
+    )
+
+
+def _gt_files(
+    case_id: str,
+    num_gpus: int,
+    is_video: bool,
+    output_ext: str,
+    frames: list[np.ndarray],
+    picks: list[tuple[int, str]],
+    media: bytes | None,
+) -> dict[str, bytes]:
+    """The output as GT files, by name: the image file verbatim, else PNGs of the picked frames."""
+    labels = [label for _, label in picks]
+    if not is_video and media is not None:
+        return {groundtruth.gt_names(case_id, num_gpus, False, output_ext, labels)[0]: media}
+    names = groundtruth.gt_names(case_id, num_gpus, is_video, "png", labels)
+    return {name: groundtruth.encode_png(frames[index]) for name, (index, _) in zip(names, picks, strict=True)}
+
+
+def _fail_missing(
+    result: ConsistencyResult,
+    cfg: ConsistencyConfig,
+    located: groundtruth.Located,
+    names: list[str],
+    ready: dict[str, bytes],
+) -> None:
+    gt_dir = _gt_dir(cfg)
+    folder = artifacts.ready_folder(cfg.artifacts_dir, ready)
+    where = f"{gt_dir}" + (f" (nor in {gt_dir / cfg.platform})" if cfg.platform else "")
+    result.reason = "missing-gt"
+    result.message = (
+        f"{PREFIX} no ground truth for case {result.case_id} ({result.num_gpus} GPU): "
+        f"{', '.join(names[i] for i in located.missing)} not found in {where}\n"
+        f"  this run's output is ready under the expected names in {folder}\n"
+        f"  copy those files into {located.folder} and record their hashes with "
+        f"`{manifest.RECORD_COMMAND.format(gt_dir=gt_dir)}`, or write them directly with "
+        f"--regen-ground-truth -k {result.case_id}"
+    )
+    raise ConsistencyFailure(result)
+
+
+def _verify(result: ConsistencyResult, gt_dir: Path, paths: list[Path], shas: list[str]) -> str:
+    """Return "verified" or why the GT is unverified; ConsistencyFailure if a file fails its hash."""
+    recorded = manifest.load(gt_dir)
+    if recorded is None:
+        return f"unverified: no {manifest.MANIFEST} in {gt_dir}"
+    problems = [manifest.integrity_problem(gt_dir, recorded, p, s) for p, s in zip(paths, shas, strict=True)]
+    problems = [p for p in problems if p]
+    if problems:
+        result.reason = "integrity"
+        result.message = "\n".join(
+            [f"{PREFIX} ground-truth integrity check failed for case {result.case_id}:"]
+            + [f"  {p}" for p in problems]
+            + [
+                f"  if the GT change is intended, re-record the hashes with "
+                f"`{manifest.RECORD_COMMAND.format(gt_dir=gt_dir)}`, or regenerate the GT with "
+                f"--regen-ground-truth -k {result.case_id}"
+            ]
+        )
+        raise ConsistencyFailure(result)
+    return "verified"
+
+
+def _check_shapes(
+    result: ConsistencyResult,
+    picks: list[tuple[int, str]],
+    outs: list[np.ndarray],
+    gts: list[np.ndarray],
+    paths: list[Path],
+) -> None:
+    """ConsistencyFailure naming every frame whose size differs from its GT's (never resized)."""
+    bad = [
+        f"  frame {label or 'image'} (index {index}) is {out.shape[1]}x{out.shape[0]}, its GT {path} is "
+        f"{gt.shape[1]}x{gt.shape[0]}"
+        for (index, label), out, gt, path in zip(picks, outs, gts, paths, strict=True)
+        if out.shape != gt.shape
+    ]
+    if bad:
+        result.reason = "shape"
+        result.message = (
+            f"{PREFIX} case {result.case_id} ({result.num_gpus} GPU): output size differs from its ground truth "
+            f"(frames are never resized):\n" + "\n".join(bad) + f"\n  if the new size is intended, "
+            f"regenerate with --regen-ground-truth -k {result.case_id}"
+        )
+        raise ConsistencyFailure(result)
+
+
+def _clip_similarities(
+    embedder: Embedder, outs: list[np.ndarray], gts: list[np.ndarray], paths: list[Path], shas: list[str]
+) -> list[float]:
+    """CLIP cosine per frame; GT embeddings come from the cache, the rest go in one batch."""
+    keys = [embcache.cache_path(p, embedder.key, s) for p, s in zip(paths, shas, strict=True)]
+    gt_embs = [embcache.load(k) for k in keys]
+    todo = [i for i, e in enumerate(gt_embs) if e is None]
+    embs = embedder.embed(outs + [gts[i] for i in todo])
+    for j, i in enumerate(todo):
+        gt_embs[i] = embs[len(outs) + j]
+        embcache.store(keys[i], embs[len(outs) + j])
+    return [cosine(o, g) for o, g in zip(embs[: len(outs)], gt_embs, strict=True)]
+
+
+def _summary(result: ConsistencyResult, failed: list[FrameResult]) -> str:
+    assert result.thresholds is not None
+    if failed:
+        what = "; ".join(f"{', '.join(f.failed)} on {'frame ' + f.label if f.label else 'the image'}" for f in failed)
+        head = f"{PREFIX} case {result.case_id} ({result.num_gpus} GPU) differs from its ground truth: {what}"
+    else:
+        head = f"consistency: case {result.case_id} ({result.num_gpus} GPU) matches its ground truth"
+    lines = [head, f"  thresholds: {thresholds_line(result.thresholds)}"]
+    lines += [f"  {frame_line(f)}" for f in result.frames]
+    lines.append(f"  GT files ({result.integrity}):")
+    lines += [f"    {p}" for p in result.gt_files]
+    if result.artifacts:
+        lines.append(f"  artifacts: {', '.join(result.artifacts)}")
+    return "\n".join(lines)

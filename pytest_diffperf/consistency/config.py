@@ -1,0 +1,111 @@
+"""The consistency check's settings (``ConsistencyConfig``) and the SGLang environment aliases.
+
+Environment: ``SGLANG_CONSISTENCY_GT_DIR`` (GT folder when no option sets one);
+``SGLANG_GEN_GT=1`` (regenerate GT) with ``SGLANG_GT_OUTPUT_DIR`` (where to write it);
+``DIFFPERF_SKIP_CONSISTENCY=1`` / ``SGLANG_SKIP_CONSISTENCY=1`` (compare nothing);
+``SGLANG_DIFFUSION_ARTIFACT_DIR`` (artifacts folder when no option sets one).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DiffperfError
+from .clip import DEFAULT_MODEL, DEFAULT_PRETRAINED, resolve_weights
+from .frames import DEFAULT_FRAMES, FrameSpec, parse_frames_spec
+
+SKIP_VARS = ("DIFFPERF_SKIP_CONSISTENCY", "SGLANG_SKIP_CONSISTENCY")
+
+
+@dataclass(frozen=True)
+class ConsistencyConfig:
+    """Everything ``check_output`` needs besides the output; the frame spec is checked on creation."""
+
+    gt_dir: Path | None
+    platform: str | None = None
+    clip_model: str = DEFAULT_MODEL
+    clip_pretrained: str = DEFAULT_PRETRAINED
+    frames: str = DEFAULT_FRAMES
+    artifacts_dir: Path | None = None
+    regen: bool = False
+    skip: bool = False
+    skip_reason: str = ""  # e.g. "SGLANG_SKIP_CONSISTENCY=1", for the report header
+
+    def __post_init__(self) -> None:
+        parse_frames_spec(self.frames)
+
+    @property
+    def frame_spec(self) -> FrameSpec:
+        return parse_frames_spec(self.frames)
+
+    def describe(self) -> str:
+        """One line for the report header."""
+        if self.regen:
+            return f"regenerating ground truth into {self.gt_dir}"
+        if self.skip:
+            return f"skipped ({self.skip_reason or 'skip requested'})"
+        where = f"{self.gt_dir}" + (f" (platform folder {self.platform}/ first)" if self.platform else "")
+        return f"GT {where}, CLIP {self.clip_model}/{self.clip_pretrained}, frames {self.frames}"
+
+
+def config_from_env(
+    gt_dir: Path | None = None,
+    platform: str | None = None,
+    clip_model: str | None = None,
+    clip_pretrained: str | None = None,
+    frames: str | None = None,
+    artifacts_dir: Path | None = None,
+    regen: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> ConsistencyConfig:
+    """Build the config from option values (None = unset) and the SGLang environment variables.
+
+    An option value wins over its environment alias; ``SGLANG_GEN_GT=1`` turns regeneration on and
+    ``SGLANG_GT_OUTPUT_DIR`` then names the folder written. Regeneration wins over skipping (SGLang
+    sets both when it generates GT).
+    """
+    env = os.environ if env is None else env
+    gen_gt = _truthy(env.get("SGLANG_GEN_GT"))
+    if gen_gt and env.get("SGLANG_GT_OUTPUT_DIR"):
+        gt_dir = Path(env["SGLANG_GT_OUTPUT_DIR"])
+    elif gt_dir is None and env.get("SGLANG_CONSISTENCY_GT_DIR"):
+        gt_dir = Path(env["SGLANG_CONSISTENCY_GT_DIR"])
+    if artifacts_dir is None and env.get("SGLANG_DIFFUSION_ARTIFACT_DIR"):
+        artifacts_dir = Path(env["SGLANG_DIFFUSION_ARTIFACT_DIR"])
+    skip_by = [f"{name}={env[name]}" for name in SKIP_VARS if _truthy(env.get(name))]
+    return ConsistencyConfig(
+        gt_dir=None if gt_dir is None else Path(gt_dir).expanduser().resolve(),
+        platform=platform,
+        clip_model=clip_model or DEFAULT_MODEL,
+        clip_pretrained=clip_pretrained or DEFAULT_PRETRAINED,
+        frames=frames or DEFAULT_FRAMES,
+        artifacts_dir=None if artifacts_dir is None else Path(artifacts_dir).expanduser().resolve(),
+        regen=regen or gen_gt,
+        skip=bool(skip_by),
+        skip_reason=", ".join(skip_by),
+    )
+
+
+def validate_config(cfg: ConsistencyConfig) -> None:
+    """Fail early with one DiffperfError: no GT folder, unknown CLIP model, weights not available.
+
+    Loads no model (imports open_clip); call it once at session start when cases will be compared.
+    """
+    if cfg.skip and not cfg.regen:
+        return
+    if cfg.gt_dir is None:
+        raise DiffperfError(
+            "no ground-truth folder: set --diffperf-gt-dir (ini diffperf_gt_dir) or SGLANG_CONSISTENCY_GT_DIR",
+            source="--diffperf-gt-dir",
+        )
+    if not cfg.regen:
+        if not cfg.gt_dir.is_dir():
+            raise DiffperfError(f"ground-truth folder {cfg.gt_dir} does not exist", source="--diffperf-gt-dir")
+        resolve_weights(cfg.clip_model, cfg.clip_pretrained)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")

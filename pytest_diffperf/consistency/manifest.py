@@ -1,0 +1,110 @@
+"""``manifest.json`` in a GT folder: the sha256 of every GT file, updated under a file lock.
+
+Keys are paths relative to the GT folder, with ``/`` (``cpu/case_1gpu.png``). A folder without a
+manifest is read unverified (SGLang's GT folders have none); in a folder with one, a GT file must
+be listed and match its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from filelock import FileLock
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+
+from ..cases import validation_error
+from ..errors import DiffperfError
+from .fsutil import write_atomic
+
+MANIFEST = "manifest.json"
+GT_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+RECORD_COMMAND = "python -m pytest_diffperf.consistency record {gt_dir}"
+
+
+class Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: NonNegativeInt
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal[1] = 1
+    files: dict[str, Entry] = Field(default_factory=dict)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def load(gt_dir: Path) -> Manifest | None:
+    """The folder's manifest, None if it has none; DiffperfError if it is not a valid one."""
+    path = gt_dir / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        return Manifest.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise DiffperfError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=str(path)
+        ) from None
+    except ValidationError as exc:
+        raise validation_error(exc, str(path)) from None
+
+
+def record(gt_dir: Path, files: dict[Path, bytes]) -> None:
+    """Add or update the hashes of ``files`` (paths inside ``gt_dir``); safe across processes."""
+    with _lock(gt_dir):
+        manifest = load(gt_dir) or Manifest()
+        for path, data in files.items():
+            manifest.files[_key(gt_dir, path)] = Entry(sha256=sha256(data), bytes=len(data))
+        _write(gt_dir, manifest)
+
+
+def rebuild(gt_dir: Path) -> Manifest:
+    """Record every GT image under ``gt_dir`` afresh (for GT files changed or added by hand)."""
+    with _lock(gt_dir):
+        manifest = Manifest()
+        for path in sorted(gt_dir.rglob("*")):
+            if path.suffix.lower() in GT_SUFFIXES and not any(
+                p.startswith(".") for p in path.relative_to(gt_dir).parts
+            ):
+                data = path.read_bytes()
+                manifest.files[_key(gt_dir, path)] = Entry(sha256=sha256(data), bytes=len(data))
+        _write(gt_dir, manifest)
+    return manifest
+
+
+def integrity_problem(gt_dir: Path, manifest: Manifest, path: Path, actual: str) -> str | None:
+    """Why ``path`` (whose content has sha256 ``actual``) fails the manifest, or None if it matches."""
+    entry = manifest.files.get(_key(gt_dir, path))
+    if entry is None:
+        return f"{path} is not listed in {gt_dir / MANIFEST}"
+    if actual != entry.sha256:
+        return f"{path} has sha256 {actual}, but {gt_dir / MANIFEST} records {entry.sha256}"
+    return None
+
+
+def _key(gt_dir: Path, path: Path) -> str:
+    return path.resolve().relative_to(gt_dir.resolve()).as_posix()
+
+
+def _write(gt_dir: Path, manifest: Manifest) -> None:
+    doc = manifest.model_dump()
+    doc["files"] = dict(sorted(doc["files"].items()))
+    write_atomic(gt_dir / MANIFEST, (json.dumps(doc, indent=2) + "\n").encode())
+
+
+def _lock(gt_dir: Path) -> FileLock:
+    """A lock per GT folder, kept in the temp folder so that GT folders stay clean."""
+    folder = Path(tempfile.gettempdir()) / "pytest-diffperf-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(folder / f"gt-{sha256(str(gt_dir.resolve()).encode())[:16]}.lock", timeout=120)

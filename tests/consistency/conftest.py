@@ -1,0 +1,31 @@
+"""Fixtures for the consistency tests: the tiny random-init CLIP and a GT folder."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may come from a model hub, set before any import of it
+
+from pathlib import Path
+
+import pytest
+
+from pytest_diffperf.consistency import TINY_MODEL, ConsistencyConfig
+
+
+@pytest.fixture
+def gt_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "gt"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def make_cfg(gt_dir: Path):
+    """ConsistencyConfig factory with the tiny random-init CLIP and the test's GT folder."""
+
+    def make(**kw) -> ConsistencyConfig:
+        base = dict(gt_dir=gt_dir, clip_model=TINY_MODEL, clip_pretrained="none")
+        return ConsistencyConfig(**{**base, **kw})
+
+    return make
