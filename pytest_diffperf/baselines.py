@@ -8,7 +8,6 @@ merged into the scenarios by key, as SGLang does on every machine.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -16,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .errors import DiffperfError
+from .jsonfile import join, kind, read_json_object, validate
 from .platforms import FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
 
 SINGLE_FILE = "perf_baselines.json"
@@ -90,109 +90,6 @@ class Sampling(BaseModel):
     model_config = _STRICT
 
     step_fractions: list[Fraction]
-
-
-# --- JSON reading -------------------------------------------------------------------------------
-
-
-def parse_json(path: Path) -> tuple[Any, list[str]]:
-    """Parse a JSON file; return the data and the JSON paths of duplicated object keys."""
-    dups: dict[int, list[str]] = {}
-    alive: list[dict[str, Any]] = []  # keeps every object alive, so ids stay unique
-
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        alive.append(obj)
-        for key, value in pairs:
-            if key in obj:
-                dups.setdefault(id(obj), []).append(key)
-            obj[key] = value
-        return obj
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DiffperfError("file not found", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DiffperfError(f"cannot read: {exc}", source=str(path)) from None
-    try:
-        data = json.loads(text, object_pairs_hook=hook)
-    except json.JSONDecodeError as exc:
-        raise DiffperfError(
-            f"invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", source=str(path)
-        ) from None
-    return data, _locate(data, dups, "") if dups else []
-
-
-def _locate(node: Any, dups: dict[int, list[str]], where: str) -> list[str]:
-    """JSON paths of the duplicated keys recorded in ``dups`` (by object id) under ``node``."""
-    if isinstance(node, dict):
-        found = [join(where, key) for key in dups.get(id(node), [])]
-        children = node.items()
-    elif isinstance(node, list):
-        found, children = [], enumerate(node)
-    else:
-        return []
-    for key, child in children:
-        found += _locate(child, dups, join(where, str(key)))
-    return found
-
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    """Parse a JSON file that must be an object without duplicate keys; DiffperfError otherwise."""
-    data, dups = parse_json(path)
-    if dups:
-        raise DiffperfError("duplicate key (JSON keeps only the last one)", source=str(path), key=dups[0])
-    if not isinstance(data, dict):
-        raise DiffperfError(f"expected a JSON object at the top level, got {_kind(data)}", source=str(path))
-    return data
-
-
-def join(prefix: str, key: str) -> str:
-    return f"{prefix}.{key}" if prefix else key
-
-
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), repr(value))
-
-
-def describe_errors(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
-    """Pydantic errors as (JSON path, message) pairs, the message saying what was expected."""
-    out = []
-    for err in exc.errors():
-        loc = [str(part) for part in err["loc"]]
-        is_key = loc[-1:] == ["[key]"]
-        path = ".".join(([prefix] if prefix else []) + (loc[:-1] if is_key else loc))
-        if err["type"] == "missing":
-            message = "required key is missing"
-        elif is_key:
-            message = f"expected a step index (a non-negative integer), got key {err['input']!r}"
-        else:
-            expected = err["msg"].removeprefix("Input should be ")
-            if err["type"] in ("dict_type", "model_type"):
-                expected = "an object"
-            elif err["type"] in ("greater_than_equal", "less_than_equal"):
-                expected = f"a number {expected}"
-            message = f"expected {expected}, got {_shown(err['input'])}"
-        out.append((path, message))
-    return out
-
-
-def _shown(value: Any) -> str:
-    text = _kind(value) if isinstance(value, (dict, list)) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def validate(model: type[BaseModel], data: Any, source: Path, prefix: str) -> Any:
-    """``model.model_validate(data)``, raising one DiffperfError naming file and key."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        errors = describe_errors(exc, prefix)
-        key, message = errors[0]
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise DiffperfError(message + more, source=str(source), key=key) from None
 
 
 # --- the loaded set -----------------------------------------------------------------------------
@@ -318,7 +215,7 @@ def scenario_dicts(doc: dict[str, Any], path: Path) -> dict[str, Any]:
         raise DiffperfError("required key is missing", source=str(path), key="scenarios")
     scenarios = doc["scenarios"]
     if not isinstance(scenarios, dict):
-        raise DiffperfError(f"expected an object, got {_kind(scenarios)}", source=str(path), key="scenarios")
+        raise DiffperfError(f"expected an object, got {kind(scenarios)}", source=str(path), key="scenarios")
     return scenarios
 
 
@@ -329,7 +226,7 @@ def parse_tolerances(doc: dict[str, Any], path: Path) -> tuple[dict[str, Toleran
     tol = doc["tolerances"]
     if not isinstance(tol, dict) or not tol:
         raise DiffperfError(
-            f"expected an object of tolerance profiles, got {_kind(tol)}", source=str(path), key="tolerances"
+            f"expected an object of tolerance profiles, got {kind(tol)}", source=str(path), key="tolerances"
         )
     if "e2e" in tol and not isinstance(tol["e2e"], dict):
         return {LEGACY_PROFILE: validate(Tolerances, tol, path, "tolerances")}, True
@@ -358,11 +255,11 @@ def check_runner_overrides(overrides: Any, scenarios: Mapping[str, Any], path: P
     """``{runner prefix: {scenario: {field: value}}}`` naming existing scenarios only."""
     key = "runner_overrides"
     if not isinstance(overrides, dict):
-        raise DiffperfError(f"expected an object, got {_kind(overrides)}", source=str(path), key=key)
+        raise DiffperfError(f"expected an object, got {kind(overrides)}", source=str(path), key=key)
     for prefix, per_scenario in overrides.items():
         if not isinstance(per_scenario, dict):
             raise DiffperfError(
-                f"expected an object of scenario overrides, got {_kind(per_scenario)}",
+                f"expected an object of scenario overrides, got {kind(per_scenario)}",
                 source=str(path),
                 key=join(key, prefix),
             )
@@ -371,4 +268,4 @@ def check_runner_overrides(overrides: Any, scenarios: Mapping[str, Any], path: P
             if name not in scenarios:
                 raise DiffperfError("override for a scenario that is not in the file", source=str(path), key=where)
             if not isinstance(fields, dict):
-                raise DiffperfError(f"expected an object of fields, got {_kind(fields)}", source=str(path), key=where)
+                raise DiffperfError(f"expected an object of fields, got {kind(fields)}", source=str(path), key=where)

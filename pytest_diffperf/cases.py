@@ -6,13 +6,21 @@ they are; the test-only keys (``run_perf_check``, ``perf_repeat_requests``, ...)
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+)
 
 from .errors import DiffperfError
+from .jsonfile import read_json_object, validate
 
 VIDEO_TASKS = ("text-to-video", "image-to-video", "text-image-to-video")
 Task = Literal["text-to-image", "image-edit", "text-to-video", "image-to-video", "text-image-to-video"]
@@ -70,31 +78,10 @@ class CaseFile(BaseModel):
 
 def load_cases(path: Path) -> dict[str, Case]:
     """Read and validate a case file; returns cases by id, in file order."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DiffperfError(f"cannot read case file ({exc.strerror})", source=str(path)) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DiffperfError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=str(path)) from None
-    try:
-        parsed = CaseFile.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, str(path)) from None
+    parsed = validate(CaseFile, read_json_object(path), path, "")
     cases: dict[str, Case] = {}
     for index, case in enumerate(parsed.cases):
         if case.id in cases:
-            raise DiffperfError(f"duplicate case id {case.id!r}", source=str(path), key=f"cases[{index}].id")
+            raise DiffperfError(f"duplicate case id {case.id!r}", source=str(path), key=f"cases.{index}.id")
         cases[case.id] = case
     return cases
-
-
-def validation_error(exc: ValidationError, source: str) -> DiffperfError:
-    """One DiffperfError naming the JSON path and what was expected, from pydantic's first error."""
-    err = exc.errors()[0]
-    key = ""
-    for part in err["loc"]:
-        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
-    got = "" if err["type"] == "missing" else f" (got {err.get('input')!r})"
-    return DiffperfError(f"{err['msg'].lower()}{got}", source=source, key=key or None)

@@ -74,7 +74,8 @@ class ScenarioItem(pytest.Item):
             ds.preset,
             ds.baselines.step_fractions,
         )
-        result.rows = request_rows(self.name, samples, self.server.load_ms, ds.baselines.step_fractions)
+        result.rows = request_rows(self.name, samples, measurement, ds.baselines.step_fractions)
+        result.server = self.server.info()
         self._finish(result)
 
     def _finish(self, result: ScenarioResult) -> None:
@@ -88,15 +89,19 @@ class ScenarioItem(pytest.Item):
         if result.verdict == "unguarded":
             warnings.warn(UnguardedWarning(f"{self.name}: {result.message}"), stacklevel=1)
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, PLAIN_FAILURES):
-            return str(excinfo.value)
-        if isinstance(excinfo.value, TimeoutError):
-            return f"{self.name}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
-
     def reportinfo(self):
         return self.path, None, f"diffperf scenario {self.name}"
+
+
+def plain_longrepr(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    """The message alone, without a traceback, for a scenario's own kinds of failure."""
+    if not isinstance(item, ScenarioItem):
+        return None
+    if isinstance(excinfo.value, PLAIN_FAILURES):
+        return str(excinfo.value)
+    if isinstance(excinfo.value, TimeoutError):
+        return f"{item.name}: {excinfo.value}"
+    return None
 
 
 def _session(config: pytest.Config) -> DiffperfSession:

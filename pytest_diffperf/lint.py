@@ -22,11 +22,9 @@ from .baselines import (
     Tolerances,
     baseline_files,
     check_runner_overrides,
-    describe_errors,
-    join,
-    parse_json,
 )
 from .errors import DiffperfError
+from .jsonfile import describe_errors, join, parse_json
 from .limits import PER_FRAME_STAGE
 from .platforms import canonical_platform
 from .protocol import DENOISING_STAGE

@@ -67,6 +67,16 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         ds.pool.release()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    report = yield
+    if call.excinfo is not None and item.config.stash.get(SESSION_KEY, None) is not None:
+        from .collect import plain_longrepr
+
+        report.longrepr = plain_longrepr(item, call.excinfo) or report.longrepr
+    return report
+
+
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ds = config.stash.get(SESSION_KEY, None)
     if ds is None:

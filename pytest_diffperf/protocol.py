@@ -72,16 +72,6 @@ class PerfRecord(BaseModel):
     total_duration_ms: float
     memory_snapshots: dict[str, MemorySnapshot] = Field(default_factory=dict)
 
-    def stage_ms(self) -> dict[str, float]:
-        """Stage name -> time; a stage that ran more than once is summed."""
-        out: dict[str, float] = {}
-        for stage in self.stages:
-            out[stage.name] = out.get(stage.name, 0.0) + stage.execution_time_ms
-        return out
-
-    def denoising_stages(self) -> set[str]:
-        return {s.name for s in self.stages if s.is_denoising}
-
 
 def parse_load_marker(line: str) -> int | None:
     """Return the monotonic ns from a load-marker line, or None if the line is not one."""

@@ -88,6 +88,7 @@ class ResultsCollector:
             **self.header,
             "rows": [row for r in self.results.values() for row in r.rows],
             "scenarios": [asdict(r) for r in self.results.values()],
+            "servers": list({r.server["pid"]: r.server for r in self.results.values() if r.server}.values()),
         }
 
 

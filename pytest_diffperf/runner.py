@@ -8,15 +8,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import requests
+
 from . import perflog, protocol
 from .cases import Case
-from .client import Output
+from .client import Output, RequestError
 from .launchers import Launcher
 from .server import ServerError, ServerProcess
 
 T = TypeVar("T")
 WATCH_INTERVAL_S = 0.05
 PERF_RECORD_TIMEOUT_S = 30.0
+EXIT_SETTLE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,17 @@ def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: 
             return future.result(timeout=WATCH_INTERVAL_S)
         except concurrent.futures.TimeoutError:
             pass
+        except (requests.Timeout, TimeoutError):
+            raise ServerError(server.describe(f"did not answer {what} within {timeout:.0f} s")) from None
+        except requests.RequestException as exc:
+            # A dropped connection usually means the server died: say so once its exit is seen.
+            settle = time.monotonic() + EXIT_SETTLE_S
+            while time.monotonic() < settle:
+                server.check_alive(f"during {what}")
+                time.sleep(WATCH_INTERVAL_S)
+            raise RequestError(server.describe(f"failed {what}: {exc}")) from None
+        except (RequestError, perflog.PerfLogError) as exc:
+            raise RequestError(server.describe(f"gave a bad answer to {what}: {exc}")) from None
         server.check_alive(f"during {what}")
         if time.monotonic() > deadline:
             raise ServerError(server.describe(f"did not answer {what} within {timeout:.0f} s"))

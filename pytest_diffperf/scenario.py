@@ -27,6 +27,7 @@ class ScenarioResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
+    server: dict[str, Any] | None = None  # pid, port, load_ms and log of the server that ran it
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -64,24 +65,24 @@ def measurement_of(samples: list[Sample], case: Case, load_ms: float | None) -> 
 
 
 def request_rows(
-    case_id: str, samples: list[Sample], load_ms: float | None, step_fractions: list[float]
+    case_id: str, samples: list[Sample], measurement: limits.Measurement, step_fractions: list[float]
 ) -> list[dict[str, Any]]:
+    load_ms = measurement.load_ms[0] if measurement.load_ms else None
     rows = []
-    for sample in samples:
-        steps = sample.record.steps
-        sampled = limits.sampled_step_indices(len(steps), step_fractions)
+    for i, sample in enumerate(samples):
+        steps = measurement.steps[i]
         rows.append(
             {
                 "case": case_id,
                 "request": sample.index,
                 "request_id": sample.output.request_id,
-                "e2e_ms": sample.record.total_duration_ms,
+                "e2e_ms": measurement.e2e_ms[i],
                 "client_ms": round(sample.client_ms, 2),
                 "load_ms": load_ms,
                 "avg_step_ms": statistics.fmean(steps) if steps else None,
                 "median_step_ms": statistics.median(steps) if steps else None,
-                "stages_ms": sample.record.stage_ms(),
-                "sampled_steps_ms": {str(i): steps[i] for i in sampled},
+                "stages_ms": dict(measurement.stages[i]),
+                "sampled_steps_ms": {str(n): steps[n] for n in limits.step_indices(len(steps), step_fractions)},
                 "memory_mb": {k: v.model_dump() for k, v in sample.record.memory_snapshots.items()},
             }
         )

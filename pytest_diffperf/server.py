@@ -101,6 +101,9 @@ class ServerProcess:
         if self._reader:
             self._reader.join(timeout=5)
 
+    def info(self) -> dict[str, object]:
+        return {"pid": self.pid, "port": self.port, "load_ms": self.load_ms, "log": str(self.log_path)}
+
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None

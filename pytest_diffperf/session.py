@@ -14,8 +14,8 @@ from .errors import DiffperfError
 from .launchers import Launcher, ServerSpec, get_launcher
 from .limits import Preset, get_preset
 from .options import SESSION_KEY, Settings, read_settings
+from .platforms import FRAGMENT_PLATFORMS, FRAGMENTS, canonical_platform
 from .pool import ServerPool
-
 
 
 @dataclass
@@ -51,9 +51,17 @@ class DiffperfSession:
         )
 
     def scenario_ids(self) -> list[str]:
-        """Baseline scenarios in file order, then cases that have no baseline yet."""
-        ids = list(self.baselines.scenarios)
+        """Baseline scenarios of this hardware in file order, then cases that have no baseline yet.
+
+        NPU/MUSA fragment scenarios run on their own platform only, and only they run there.
+        """
+        hardware = canonical_platform(self.settings.diffperf_hardware) if self.settings.diffperf_hardware else None
+        ids = [sid for sid in self.baselines.scenarios if self._fragment_of(sid) == _fragment(hardware)]
         return ids + [cid for cid in self.cases if cid not in self.baselines.scenarios]
+
+    def _fragment_of(self, scenario_id: str) -> str | None:
+        source = self.baselines.source[scenario_id].as_posix()
+        return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS) if source.endswith("/" + rel)), None)
 
     def spec(self, scenario_id: str) -> ServerSpec | None:
         case = self.cases.get(scenario_id)
@@ -71,6 +79,10 @@ class DiffperfSession:
 
     def close(self) -> None:
         self.pool.release()
+
+
+def _fragment(hardware: str | None) -> str | None:
+    return hardware if hardware in FRAGMENT_PLATFORMS else None
 
 
 def get_session(config: pytest.Config) -> DiffperfSession | None:

@@ -1,0 +1,114 @@
+"""Reading JSON files with clear errors: syntax, duplicate keys, and schema (pydantic) problems.
+
+Every problem becomes one ``DiffperfError`` naming the file, the JSON path and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import DiffperfError
+
+
+def parse_json(path: Path) -> tuple[Any, list[str]]:
+    """Parse a JSON file; return the data and the JSON paths of duplicated object keys."""
+    dups: dict[int, list[str]] = {}
+    alive: list[dict[str, Any]] = []  # keeps every object alive, so ids stay unique
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        alive.append(obj)
+        for key, value in pairs:
+            if key in obj:
+                dups.setdefault(id(obj), []).append(key)
+            obj[key] = value
+        return obj
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DiffperfError("file not found", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DiffperfError(f"cannot read: {exc}", source=str(path)) from None
+    try:
+        data = json.loads(text, object_pairs_hook=hook)
+    except json.JSONDecodeError as exc:
+        raise DiffperfError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", source=str(path)
+        ) from None
+    return data, _locate(data, dups, "") if dups else []
+
+
+def _locate(node: Any, dups: dict[int, list[str]], where: str) -> list[str]:
+    """JSON paths of the duplicated keys recorded in ``dups`` (by object id) under ``node``."""
+    if isinstance(node, dict):
+        found = [join(where, key) for key in dups.get(id(node), [])]
+        children = node.items()
+    elif isinstance(node, list):
+        found, children = [], enumerate(node)
+    else:
+        return []
+    for key, child in children:
+        found += _locate(child, dups, join(where, str(key)))
+    return found
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """Parse a JSON file that must be an object without duplicate keys; DiffperfError otherwise."""
+    data, dups = parse_json(path)
+    if dups:
+        raise DiffperfError("duplicate key (JSON keeps only the last one)", source=str(path), key=dups[0])
+    if not isinstance(data, dict):
+        raise DiffperfError(f"expected a JSON object at the top level, got {kind(data)}", source=str(path))
+    return data
+
+
+def join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), repr(value))
+
+
+def describe_errors(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+    """Pydantic errors as (JSON path, message) pairs, the message saying what was expected."""
+    out = []
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        is_key = loc[-1:] == ["[key]"]
+        path = ".".join(([prefix] if prefix else []) + (loc[:-1] if is_key else loc))
+        if err["type"] == "missing":
+            message = "required key is missing"
+        elif is_key:
+            message = f"expected a step index (a non-negative integer), got key {err['input']!r}"
+        else:
+            expected = err["msg"].removeprefix("Input should be ")
+            if err["type"] in ("dict_type", "model_type"):
+                expected = "an object"
+            elif err["type"] in ("greater_than_equal", "less_than_equal"):
+                expected = f"a number {expected}"
+            message = f"expected {expected}, got {_shown(err['input'])}"
+        out.append((path, message))
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = kind(value) if isinstance(value, (dict, list)) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def validate(model: type[BaseModel], data: Any, source: Path, prefix: str) -> Any:
+    """``model.model_validate(data)``, raising one DiffperfError naming file and key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = describe_errors(exc, prefix)
+        key, message = errors[0]
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise DiffperfError(message + more, source=str(source), key=key) from None

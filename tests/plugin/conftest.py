@@ -1,0 +1,84 @@
+"""Helpers for plugin tests: a case file and a baseline file written into a pytester directory."""
+
+from __future__ import annotations
+
+import json
+
+import psutil
+import pytest
+
+# Imported here so that in-process pytester runs find them loaded (numpy cannot load twice).
+import pytest_diffperf.collect  # noqa: F401
+import pytest_diffperf.report  # noqa: F401
+
+TOLERANCES = {
+    "pr_test": {"e2e": 2.0, "denoise_stage": 2.0, "non_denoise_stage": 4.0, "denoise_step": 4.0, "denoise_agg": 4.0},
+    "long_term": {"e2e": 2.0, "denoise_stage": 2.0, "non_denoise_stage": 6.0, "denoise_step": 6.0, "denoise_agg": 6.0},
+}
+GENEROUS = {  # a baseline no CPU run can exceed: for tests about anything but verdicts
+    "stages_ms": {},
+    "denoise_step_ms": {},
+    "expected_e2e_ms": 600000.0,
+    "expected_avg_denoise_ms": 60000.0,
+    "expected_median_denoise_ms": 60000.0,
+    "estimated_full_test_time_s": 30,
+}
+
+
+def tiny_case(case_id: str, serve_args: str = "", **changes) -> dict:
+    case = {
+        "id": case_id,
+        "model": "tiny/flux-t2i",
+        "task": "text-to-image",
+        "prompt": "a red bicycle",
+        "width": 64,
+        "height": 64,
+        "num_inference_steps": 4,
+        "seed": 1,
+        "frameworks": {"sglang": {"serve_args": f"--warmup-mode server {serve_args}".strip()}},
+        "timeout_s": 120,
+    }
+    case.update(changes)
+    return case
+
+
+@pytest.fixture
+def suite(pytester):
+    """Write ``cases.json`` and ``baselines.json``; returns the diffperf command-line arguments."""
+
+    def write(cases: list[dict], scenarios: dict, tolerances: dict | None = None) -> list[str]:
+        (pytester.path / "cases.json").write_text(json.dumps({"cases": cases}, indent=2))
+        baseline = {
+            "metadata": {"hardware": "cpu"},
+            "tolerances": tolerances or TOLERANCES,
+            "sampling": {"step_fractions": [0.0, 0.5, 1.0]},
+            "scenarios": scenarios,
+        }
+        (pytester.path / "baselines.json").write_text(json.dumps(baseline, indent=4))
+        return [
+            "--diffperf=pr_test",
+            "--diffperf-baselines=baselines.json",
+            "--diffperf-cases=cases.json",
+            "--diffperf-server=reference",
+            "--diffperf-hardware=cpu",
+            "--diffperf-json=results.json",
+            "-p", "no:cacheprovider",
+        ]  # fmt: skip
+
+    return write
+
+
+def refservers() -> list[psutil.Process]:
+    """Reference servers started by this test process that still run (there must be none after a run)."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "pytest_diffperf.refserver" in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def results(pytester) -> dict:
+    return json.loads((pytester.path / "results.json").read_text())

@@ -1,0 +1,117 @@
+"""The plugin end to end: pytester runs of real reference-server processes over HTTP."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import GENEROUS, refservers, results, tiny_case
+
+
+def snippet_from(message: str, scenario_id: str) -> dict:
+    """The scenario JSON in a missing-baseline message (SGLang's ``"<id>": {...}`` form)."""
+    at = message.index(f'"{scenario_id}": ')
+    return json.loads("{" + message[at:].strip() + "}")[scenario_id]
+
+
+def test_plain_pytest_is_unaffected(pytester, suite):
+    suite([tiny_case("a")], {"a": GENEROUS})
+    pytester.makeini(
+        "[pytest]\ndiffperf_baselines = baselines.json\ndiffperf_cases = cases.json\ndiffperf_server = reference\n"
+    )
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "diffperf:" not in result.stdout.str() and "diffperf summary" not in result.stdout.str()
+    assert not refservers()
+
+
+def test_scenario_passes_with_header_summary_and_json_rows(pytester, suite):
+    args = suite([tiny_case("tiny_a", perf_repeat_requests=2)], {"tiny_a": GENEROUS})
+    result = pytester.runpytest(*args, "-v")
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: profile=pr_test",
+            "diffperf: preset=sglang",
+            "diffperf: hardware=cpu",
+            "diffperf: baselines=*baselines.json*",
+            "diffperf: launcher=reference",
+            "*baselines.json::tiny_a PASSED*",
+            "*diffperf summary*",
+            "scenario*e2e ms*expected*limit*worst check*verdict",
+            "tiny_a *600000.00*PASS",
+        ]
+    )
+    assert "Traceback" not in out
+    doc = results(pytester)
+    assert [r["request"] for r in doc["rows"]] == [0, 1]
+    row = doc["rows"][0]
+    assert row["case"] == "tiny_a" and row["e2e_ms"] > 0 and row["load_ms"] > 0
+    assert set(row["stages_ms"]) >= {"TextEncodingStage", "DenoisingStage", "DecodingStage"}
+    assert set(row["sampled_steps_ms"]) == {"0", "2", "3"}  # fractions 0, .5, 1 of 4 steps
+    assert doc["scenarios"][0]["verdict"] == "pass"
+    assert {c["name"] for c in doc["scenarios"][0]["checks"]} >= {"e2e", "avg_denoise", "median_denoise"}
+    assert not refservers()
+
+
+def test_missing_baseline_prints_ready_snippet_and_missing_case_names_the_file(pytester, suite):
+    args = suite([tiny_case("new_case")], {"orphan": GENEROUS})
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "scenario 'orphan' has a baseline in" in out and "no case definition" in out
+    assert 'add this baseline in the "scenarios" section of' in out
+    scenario = snippet_from(results(pytester)["scenarios"][1]["message"], "new_case")
+    assert set(scenario) >= {"stages_ms", "denoise_step_ms", "expected_e2e_ms", "expected_avg_denoise_ms"}
+    assert list(scenario["denoise_step_ms"]) == ["0", "1", "2", "3"]
+    assert all(round(v, 2) == v for v in scenario["denoise_step_ms"].values())
+
+
+def test_k_selects_by_scenario_name_and_shared_group_starts_one_server(pytester, suite):
+    cases = [tiny_case("alpha_one"), tiny_case("alpha_two", seed=2), tiny_case("beta.1-x", num_inference_steps=3)]
+    args = suite(cases, {c["id"]: GENEROUS for c in cases})
+    result = pytester.runpytest(*args, "-k", "alpha", "-v")
+    result.assert_outcomes(passed=2, deselected=1)
+    doc = results(pytester)
+    assert len(doc["servers"]) == 1  # one launch for the two cases of one group
+    assert {s["server"]["pid"] for s in doc["scenarios"]} == {doc["servers"][0]["pid"]}
+    collected = pytester.runpytest(*args, "--collect-only", "-q")
+    collected.stdout.fnmatch_lines(["baselines.json::alpha_one", "baselines.json::alpha_two", "baselines.json::beta.1-x"])
+
+
+def test_injected_denoising_delay_fails_exactly_the_checks_it_should(pytester, suite):
+    # Measure the unmodified server to get a baseline of this machine, as a user would.
+    args = suite([tiny_case("tiny")], {})
+    pytester.runpytest(*args).assert_outcomes(failed=1)
+    scenario = snippet_from(results(pytester)["scenarios"][0]["message"], "tiny")
+    args = suite([tiny_case("tiny", "--inject-delay DenoisingStage=300")], {"tiny": scenario})
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(failed=1)
+    checks = results(pytester)["scenarios"][0]["checks"]
+    failed = {c["name"] for c in checks if c["verdict"] != "pass"}
+    assert failed == {"e2e", "stage[DenoisingStage]"}, checks
+    out = result.stdout.str()
+    assert "DenoisingStage" in out and "e2e" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "outcome", "expected"),
+    [
+        ("--inject-fail-startup", "errors", "exited with code"),
+        ("--inject-crash-on-request 1", "failed", "exited with code"),
+        ("--inject-hang-on-request 1", "failed", "did not answer request 1 within 8 s"),
+    ],
+)
+def test_broken_server_fails_its_test_with_log_tail_and_next_group_runs(pytester, suite, flags, outcome, expected):
+    cases = [tiny_case("broken", flags, timeout_s=8), tiny_case("healthy", num_inference_steps=3)]
+    args = suite(cases, {"broken": GENEROUS, "healthy": GENEROUS})
+    result = pytester.runpytest(*args, "--diffperf-startup-timeout=120")
+    result.assert_outcomes(passed=1, **{outcome: 1})
+    out = result.stdout.str()
+    assert expected in out
+    assert "--- last 200 lines ---" in out and "server.log" in out
+    assert "Traceback" not in out
+    assert not refservers()
