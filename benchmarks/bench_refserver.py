@@ -23,13 +23,31 @@ from pathlib import Path
 
 import requests
 
-from pytest_diffperf.protocol import LOAD_MARKER, PERF_LOG_FILE, STANDARD_STAGES, PerfRecord, parse_load_marker
+from pytest_diffperf.protocol import (
+    LOAD_MARKER,
+    PERF_LOG_FILE,
+    STANDARD_STAGES,
+    PerfRecord,
+    parse_load_marker,
+)
 
 WORKLOADS = {
-    "tiny/flux-t2i": {"prompt": "a lighthouse on a cliff at sunset", "size": "256x256", "num_inference_steps": 12},
-    "tiny/sd-t2i": {"prompt": "a lighthouse on a cliff at sunset", "size": "256x256", "num_inference_steps": 12},
-    "tiny/wan-t2v": {"prompt": "waves rolling onto a beach", "size": "128x128", "num_frames": 9,
-                     "num_inference_steps": 6},
+    "tiny/flux-t2i": {
+        "prompt": "a lighthouse on a cliff at sunset",
+        "size": "256x256",
+        "num_inference_steps": 12,
+    },
+    "tiny/sd-t2i": {
+        "prompt": "a lighthouse on a cliff at sunset",
+        "size": "256x256",
+        "num_inference_steps": 12,
+    },
+    "tiny/wan-t2v": {
+        "prompt": "waves rolling onto a beach",
+        "size": "128x128",
+        "num_frames": 9,
+        "num_inference_steps": 6,
+    },
 }
 
 
@@ -48,7 +66,9 @@ def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
             time.sleep(0.01)
             job = requests.get(f"{url}/v1/videos/{job['id']}", timeout=30).json()
         assert job["status"] == "completed", job
-        requests.get(f"{url}/v1/videos/{job['id']}/content", timeout=30).raise_for_status()
+        requests.get(
+            f"{url}/v1/videos/{job['id']}/content", timeout=30
+        ).raise_for_status()
         return job["id"], time.perf_counter() - t0
     resp = requests.post(url + "/v1/images/generations", json=body, timeout=300)
     resp.raise_for_status()
@@ -58,12 +78,31 @@ def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
 def bench_model(model: str, repeats: int, threads: int) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="bench-refserver-"))
     port = _free_port()
-    env = dict(os.environ, SGLANG_DIFFUSION_STAGE_LOGGING="1", SGLANG_PERF_LOG_DIR=str(workdir),
-               HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "pytest_diffperf.refserver", "serve", "--model-path", model, "--port", str(port),
-           "--log-level", "warning", "--num-threads", str(threads)]
+    env = dict(
+        os.environ,
+        SGLANG_DIFFUSION_STAGE_LOGGING="1",
+        SGLANG_PERF_LOG_DIR=str(workdir),
+        HF_HUB_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest_diffperf.refserver",
+        "serve",
+        "--model-path",
+        model,
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--num-threads",
+        str(threads),
+    ]
     spawn_ns = time.monotonic_ns()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         marker_ns = None
@@ -85,8 +124,13 @@ def bench_model(model: str, repeats: int, threads: int) -> dict:
     finally:
         proc.kill()
         proc.wait()
-    records = {r.request_id: r for r in map(PerfRecord.model_validate_json,
-                                            (workdir / PERF_LOG_FILE).read_text().splitlines())}
+    records = {
+        r.request_id: r
+        for r in map(
+            PerfRecord.model_validate_json,
+            (workdir / PERF_LOG_FILE).read_text().splitlines(),
+        )
+    }
     recs = [records[i] for i in ids]
     return {
         "model": model,
@@ -95,12 +139,19 @@ def bench_model(model: str, repeats: int, threads: int) -> dict:
         "ready_ms": (ready_ns - spawn_ns) / 1e6,
         "e2e_ms": wall,
         "total_ms": [r.total_duration_ms for r in recs],
-        "stages_ms": {name: statistics.median(next(s.execution_time_ms for s in r.stages if s.name == name)
-                                              for r in recs) for name in STANDARD_STAGES},
+        "stages_ms": {
+            name: statistics.median(
+                next(s.execution_time_ms for s in r.stages if s.name == name)
+                for r in recs
+            )
+            for name in STANDARD_STAGES
+        },
         "step_ms": statistics.median(ms for r in recs for ms in r.steps),
         "step_cv": statistics.pstdev([ms for r in recs for ms in r.steps])
         / statistics.mean([ms for r in recs for ms in r.steps]),
-        "runtime_peak_mb": max(r.memory_snapshots["runtime_peak"].peak_host_anon_mb for r in recs),
+        "runtime_peak_mb": max(
+            r.memory_snapshots["runtime_peak"].peak_host_anon_mb for r in recs
+        ),
     }
 
 
@@ -111,21 +162,30 @@ def _spread(values: list[float]) -> str:
 
 
 def print_table(results: list[dict]) -> None:
-    print(f"{'model':15} {'load ms':>8} {'ready ms':>9}  {'e2e ms median [min-max, cv]':32} "
-          f"{'server total ms':32} {'step ms':>8}")
+    print(
+        f"{'model':15} {'load ms':>8} {'ready ms':>9}  {'e2e ms median [min-max, cv]':32} "
+        f"{'server total ms':32} {'step ms':>8}"
+    )
     for r in results:
-        print(f"{r['model']:15} {r['load_ms']:8.0f} {r['ready_ms']:9.0f}  {_spread(r['e2e_ms']):32} "
-              f"{_spread(r['total_ms']):32} {r['step_ms']:8.1f}")
+        print(
+            f"{r['model']:15} {r['load_ms']:8.0f} {r['ready_ms']:9.0f}  {_spread(r['e2e_ms']):32} "
+            f"{_spread(r['total_ms']):32} {r['step_ms']:8.1f}"
+        )
     print()
     short = [name.removesuffix("Stage") for name in STANDARD_STAGES]
     print(f"{'stage medians (ms)':19}" + "".join(f"{s:>20}" for s in short))
     for r in results:
-        print(f"{r['model']:19}" + "".join(f"{r['stages_ms'][n]:20.2f}" for n in STANDARD_STAGES))
+        print(
+            f"{r['model']:19}"
+            + "".join(f"{r['stages_ms'][n]:20.2f}" for n in STANDARD_STAGES)
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    parser.add_argument(
+        "--models", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS)
+    )
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")

@@ -17,8 +17,9 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -50,13 +51,16 @@ class ServerConfig:
 class ApiError(Exception):
     """An error answered with an OpenAI-style body ``{"error": {"message", "type", "code"}}``."""
 
-    def __init__(self, status: int, message: str, code: str, type_: str = "invalid_request_error"):
+    def __init__(
+        self, status: int, message: str, code: str, type_: str = "invalid_request_error"
+    ):
         super().__init__(message)
         self.status, self.message, self.code, self.type = status, message, code, type_
 
     def response(self) -> JSONResponse:
         return JSONResponse(
-            {"error": {"message": self.message, "type": self.type, "code": self.code}}, status_code=self.status
+            {"error": {"message": self.message, "type": self.type, "code": self.code}},
+            status_code=self.status,
         )
 
 
@@ -65,7 +69,9 @@ class Worker:
 
     def __init__(self) -> None:
         self._jobs: queue.Queue = queue.Queue()
-        threading.Thread(target=self._loop, name="refserver-worker", daemon=True).start()
+        threading.Thread(
+            target=self._loop, name="refserver-worker", daemon=True
+        ).start()
 
     def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -106,7 +112,9 @@ class ImageRequest(GenerationFields):
 
 
 class VideoRequest(GenerationFields):
-    seconds: float | None = Field(None, gt=0, le=60)  # OpenAI sends a string such as "4"
+    seconds: float | None = Field(
+        None, gt=0, le=60
+    )  # OpenAI sends a string such as "4"
     num_frames: int | None = Field(None, ge=1)
     fps: int | None = Field(None, ge=1, le=120)
 
@@ -164,13 +172,19 @@ class RefServer:
             self._load()
         except BaseException:  # noqa: BLE001 - a server that cannot load must not look alive
             traceback.print_exc()
-            print(f"[refserver] error: failed to load {self.spec.name}; exiting", flush=True)
+            print(
+                f"[refserver] error: failed to load {self.spec.name}; exiting",
+                flush=True,
+            )
             os._exit(1)
 
     def _load(self) -> None:
         faults = self.config.faults
         if faults.fail_startup:
-            print("[refserver] error: injected startup failure (--inject-fail-startup)", flush=True)
+            print(
+                "[refserver] error: injected startup failure (--inject-fail-startup)",
+                flush=True,
+            )
             os._exit(1)
         if faults.load_delay_ms:
             time.sleep(faults.load_delay_ms / 1000)
@@ -183,7 +197,9 @@ class RefServer:
         print(f"{LOAD_MARKER}{time.monotonic_ns()}", flush=True)
         if self.config.warmup_mode == "server":
             self.state = "warming_up"
-            params = self.spec.params(seed=self.config.default_seed, **self.config.warmup_params)
+            params = self.spec.params(
+                seed=self.config.default_seed, **self.config.warmup_params
+            )
             t0 = time.perf_counter()
             self.pipeline.run(params, warmup=True)
             self.warmed_up = True
@@ -192,13 +208,24 @@ class RefServer:
         self.state = "ready"
 
     # ---- generation (worker thread) -------------------------------------------------------
-    def generate(self, request_id: str, params: GenParams, on_step: Callable[[int, int], None] | None = None):
+    def generate(
+        self,
+        request_id: str,
+        params: GenParams,
+        on_step: Callable[[int, int], None] | None = None,
+    ):
         """Run one request (after a request-mode warmup clone if due) and log its perf record."""
         if not self.warmed_up:
             self.pipeline.run(params, warmup=True)
             self.warmed_up = True
         result = self.pipeline.run(params, on_step=on_step)
-        self.perflog.write(request_id, result.stages, result.steps, result.total_ms, self.memory.snapshots())
+        self.perflog.write(
+            request_id,
+            result.stages,
+            result.steps,
+            result.total_ms,
+            self.memory.snapshots(),
+        )
         return result
 
     def run_video(self, job: VideoJob) -> None:
@@ -210,20 +237,36 @@ class RefServer:
         try:
             result = self.generate(job.id, job.params, on_step)
             job.content = encode_mp4(result.frames[0], job.fps)
-        except Exception as exc:  # noqa: BLE001 - reported on the job, the server keeps going
+        except Exception as exc:
             log.exception("video job %s failed", job.id)
-            job.status, job.error = "failed", {"code": "generation_failed", "message": str(exc)}
+            job.status, job.error = (
+                "failed",
+                {"code": "generation_failed", "message": str(exc)},
+            )
             return
         job.progress, job.completed_at, job.status = 100, int(time.time()), "completed"
 
     # ---- request parsing (event loop) -----------------------------------------------------
     def params_for(self, req: GenerationFields, task: str, **extra: Any) -> GenParams:
         if self.state != "ready":
-            raise ApiError(503, f"server is not ready ({self.state})", "server_not_ready", "server_error")
+            raise ApiError(
+                503,
+                f"server is not ready ({self.state})",
+                "server_not_ready",
+                "server_error",
+            )
         if req.model is not None and req.model != self.spec.name:
-            raise ApiError(400, f"model {req.model!r} is not served here (serving {self.spec.name})", "model_not_found")
+            raise ApiError(
+                400,
+                f"model {req.model!r} is not served here (serving {self.spec.name})",
+                "model_not_found",
+            )
         if self.spec.task != task:
-            raise ApiError(400, f"{self.spec.name} generates {self.spec.task}s, not {task}s", "unsupported_task")
+            raise ApiError(
+                400,
+                f"{self.spec.name} generates {self.spec.task}s, not {task}s",
+                "unsupported_task",
+            )
         try:
             return self.spec.params(
                 seed=self.config.default_seed if req.seed is None else req.seed,
@@ -279,11 +322,16 @@ def create_app(config: ServerConfig) -> FastAPI:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s", request.url.path)
-        return ApiError(500, f"internal error: {exc}", "internal_error", "server_error").response()
+        return ApiError(
+            500, f"internal error: {exc}", "internal_error", "server_error"
+        ).response()
 
     @app.get(HEALTH_PATH)
     async def health() -> JSONResponse:
-        return JSONResponse({"status": server.state}, status_code=200 if server.state == "ready" else 503)
+        return JSONResponse(
+            {"status": server.state},
+            status_code=200 if server.state == "ready" else 503,
+        )
 
     @app.get(MODELS_PATH)
     async def list_models() -> dict[str, Any]:
@@ -300,7 +348,11 @@ def create_app(config: ServerConfig) -> FastAPI:
                     "task": m.task,
                     "default_size": f"{m.width}x{m.height}",
                     "default_num_inference_steps": m.steps,
-                    **({"default_num_frames": m.num_frames, "default_fps": m.fps} if m.task == "video" else {}),
+                    **(
+                        {"default_num_frames": m.num_frames, "default_fps": m.fps}
+                        if m.task == "video"
+                        else {}
+                    ),
                 }
                 for m in ordered
             ],
@@ -308,16 +360,28 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     @app.get("/models")
     async def model_info() -> dict[str, Any]:
-        return {"model_path": spec.name, "task_type": "T2V" if spec.task == "video" else "T2I", "num_gpus": 0}
+        return {
+            "model_path": spec.name,
+            "task_type": "T2V" if spec.task == "video" else "T2I",
+            "num_gpus": 0,
+        }
 
     @app.post(IMAGES_PATH)
     async def generate_images(req: ImageRequest) -> dict[str, Any]:
         params = server.params_for(req, "image", n=req.n)
         if req.response_format != "b64_json":
-            raise ApiError(400, "response_format=url is not supported; use b64_json", "unsupported_response_format")
+            raise ApiError(
+                400,
+                "response_format=url is not supported; use b64_json",
+                "unsupported_response_format",
+            )
         request_id = str(uuid.uuid4())
-        result = await asyncio.wrap_future(server.worker.submit(lambda: server.generate(request_id, params)))
-        blobs = await asyncio.to_thread(lambda: [encode_image(f, req.output_format) for f in result.frames])
+        result = await asyncio.wrap_future(
+            server.worker.submit(lambda: server.generate(request_id, params))
+        )
+        blobs = await asyncio.to_thread(
+            lambda: [encode_image(f, req.output_format) for f in result.frames]
+        )
         return {
             "id": request_id,
             "created": int(time.time()),
@@ -331,15 +395,22 @@ def create_app(config: ServerConfig) -> FastAPI:
         if frames is None and req.seconds is not None:
             frames = frames_for(req.seconds, fps)
         params = server.params_for(req, "video", num_frames=frames)
-        job = VideoJob(id=f"video_{uuid.uuid4().hex}", params=params, fps=fps, model=spec.name)
+        job = VideoJob(
+            id=f"video_{uuid.uuid4().hex}", params=params, fps=fps, model=spec.name
+        )
         server.videos[job.id] = job
-        body = job.to_json()  # taken before the worker can pick the job up: always "queued"
+        body = (
+            job.to_json()
+        )  # taken before the worker can pick the job up: always "queued"
         server.worker.submit(lambda: server.run_video(job))
         return body
 
     @app.get(VIDEOS_PATH)
     async def list_videos() -> dict[str, Any]:
-        return {"object": "list", "data": [job.to_json() for job in server.videos.values()]}
+        return {
+            "object": "list",
+            "data": [job.to_json() for job in server.videos.values()],
+        }
 
     def find_job(video_id: str) -> VideoJob:
         job = server.videos.get(video_id)
@@ -355,7 +426,11 @@ def create_app(config: ServerConfig) -> FastAPI:
     async def video_content(video_id: str) -> Response:
         job = find_job(video_id)
         if job.status != "completed" or job.content is None:
-            raise ApiError(409, f"video {video_id} is {job.status}, not completed", "video_not_ready")
+            raise ApiError(
+                409,
+                f"video {video_id} is {job.status}, not completed",
+                "video_not_ready",
+            )
         return Response(job.content, media_type="video/mp4")
 
     return app

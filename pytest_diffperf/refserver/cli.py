@@ -13,7 +13,16 @@ from .faults import Faults, parse_delay
 from .specs import MODELS
 
 THREADS_ENV = "DIFFPERF_REFSERVER_THREADS"
-WARMUP_KEYS = {"prompt", "negative_prompt", "size", "width", "height", "num_inference_steps", "guidance_scale", "num_frames"}
+WARMUP_KEYS = {
+    "prompt",
+    "negative_prompt",
+    "size",
+    "width",
+    "height",
+    "num_inference_steps",
+    "guidance_scale",
+    "num_frames",
+}
 DEFAULT_WARMUP = {"num_inference_steps": 2}
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
@@ -34,7 +43,9 @@ def _json_object(text: str) -> dict:
         raise argparse.ArgumentTypeError("must be a JSON object")
     unknown = set(value) - WARMUP_KEYS
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown keys {sorted(unknown)}; allowed: {sorted(WARMUP_KEYS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown keys {sorted(unknown)}; allowed: {sorted(WARMUP_KEYS)}"
+        )
     return value
 
 
@@ -53,43 +64,113 @@ def _non_negative_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="diffperf-refserver", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="diffperf-refserver", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("models", help="list the built-in models")
 
     serve = sub.add_parser("serve", help="serve one built-in model over HTTP")
-    serve.add_argument("--model-path", required=True, choices=sorted(MODELS), metavar="MODEL",
-                       help=f"built-in model: {', '.join(sorted(MODELS))}")
+    serve.add_argument(
+        "--model-path",
+        required=True,
+        choices=sorted(MODELS),
+        metavar="MODEL",
+        help=f"built-in model: {', '.join(sorted(MODELS))}",
+    )
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=30000, help="0 lets the OS choose (printed on startup)")
-    serve.add_argument("--num-gpus", type=int, default=1, help="accepted for sglang compatibility; runs on CPU")
-    serve.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
-    serve.add_argument("--strict-ports", action="store_true",
-                       help="fail if the port is taken (the server never picks another port in any case)")
-    serve.add_argument("--warmup-mode", choices=("server", "request"), default="server",
-                       help="server: one warmup generation before /health turns 200; "
-                            "request: the first request is preceded by an unlogged clone of itself")
-    serve.add_argument("--warmup-sampling-params", type=_json_object, default=None, metavar="JSON",
-                       help=f"server warmup request, keys from {sorted(WARMUP_KEYS)} (default {DEFAULT_WARMUP})")
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=30000,
+        help="0 lets the OS choose (printed on startup)",
+    )
+    serve.add_argument(
+        "--num-gpus",
+        type=int,
+        default=1,
+        help="accepted for sglang compatibility; runs on CPU",
+    )
+    serve.add_argument(
+        "--log-level", default="info", type=str.lower, choices=LOG_LEVELS
+    )
+    serve.add_argument(
+        "--strict-ports",
+        action="store_true",
+        help="fail if the port is taken (the server never picks another port in any case)",
+    )
+    serve.add_argument(
+        "--warmup-mode",
+        choices=("server", "request"),
+        default="server",
+        help="server: one warmup generation before /health turns 200; "
+        "request: the first request is preceded by an unlogged clone of itself",
+    )
+    serve.add_argument(
+        "--warmup-sampling-params",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help=f"server warmup request, keys from {sorted(WARMUP_KEYS)} (default {DEFAULT_WARMUP})",
+    )
     serve.add_argument("--model-type", choices=("diffusion",), default="diffusion")
-    serve.add_argument("--num-threads", type=_positive_int, default=None,
-                       help=f"torch CPU threads (default ${THREADS_ENV} or 1)")
-    serve.add_argument("--seed", type=int, default=42, help="default request seed; also seeds jitter")
+    serve.add_argument(
+        "--num-threads",
+        type=_positive_int,
+        default=None,
+        help=f"torch CPU threads (default ${THREADS_ENV} or 1)",
+    )
+    serve.add_argument(
+        "--seed", type=int, default=42, help="default request seed; also seeds jitter"
+    )
 
     inject = serve.add_argument_group("fault injection (non-warmup requests only)")
-    inject.add_argument("--inject-delay", type=_delay, action="append", default=[], metavar="STAGE=MS",
-                        help="sleep MS inside STAGE, or inside denoise step N with step:N=MS (0-based); repeatable")
-    inject.add_argument("--inject-jitter", type=_non_negative_float, default=0.0, metavar="PCT",
-                        help="extra sleep per stage (per step inside DenoisingStage) of up to PCT%% of its time")
-    inject.add_argument("--inject-crash-on-request", type=_positive_int, metavar="N",
-                        help="os._exit(1) at the start of denoising of the N-th request (1-based)")
-    inject.add_argument("--inject-hang-on-request", type=_positive_int, metavar="N",
-                        help="the N-th request blocks forever; /health keeps answering 200")
-    inject.add_argument("--inject-fail-startup", action="store_true", help="print an error and exit 1 before ready")
-    inject.add_argument("--inject-output-noise", type=_non_negative_float, default=0.0, metavar="SIGMA",
-                        help="add seeded Gaussian noise of std SIGMA (pixel range [0, 1]) to decoded outputs")
-    inject.add_argument("--inject-load-delay", type=_non_negative_float, default=0.0, metavar="MS",
-                        help="sleep MS before building the model (delays the load marker)")
+    inject.add_argument(
+        "--inject-delay",
+        type=_delay,
+        action="append",
+        default=[],
+        metavar="STAGE=MS",
+        help="sleep MS inside STAGE, or inside denoise step N with step:N=MS (0-based); repeatable",
+    )
+    inject.add_argument(
+        "--inject-jitter",
+        type=_non_negative_float,
+        default=0.0,
+        metavar="PCT",
+        help="extra sleep per stage (per step inside DenoisingStage) of up to PCT%% of its time",
+    )
+    inject.add_argument(
+        "--inject-crash-on-request",
+        type=_positive_int,
+        metavar="N",
+        help="os._exit(1) at the start of denoising of the N-th request (1-based)",
+    )
+    inject.add_argument(
+        "--inject-hang-on-request",
+        type=_positive_int,
+        metavar="N",
+        help="the N-th request blocks forever; /health keeps answering 200",
+    )
+    inject.add_argument(
+        "--inject-fail-startup",
+        action="store_true",
+        help="print an error and exit 1 before ready",
+    )
+    inject.add_argument(
+        "--inject-output-noise",
+        type=_non_negative_float,
+        default=0.0,
+        metavar="SIGMA",
+        help="add seeded Gaussian noise of std SIGMA (pixel range [0, 1]) to decoded outputs",
+    )
+    inject.add_argument(
+        "--inject-load-delay",
+        type=_non_negative_float,
+        default=0.0,
+        metavar="MS",
+        help="sleep MS before building the model (delays the load marker)",
+    )
     return parser
 
 
@@ -107,20 +188,31 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     spec = MODELS[args.model_path]
-    warmup = args.warmup_sampling_params if args.warmup_sampling_params is not None else DEFAULT_WARMUP
+    warmup = (
+        args.warmup_sampling_params
+        if args.warmup_sampling_params is not None
+        else DEFAULT_WARMUP
+    )
     try:
         spec.params(seed=args.seed, **warmup)
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         parser.error(f"--warmup-sampling-params: {exc}")
     threads = args.num_threads or int(os.environ.get(THREADS_ENV) or 1)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # read when torch is imported, on the worker thread
+    for var in (
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+    ):  # read when torch is imported, on the worker thread
         os.environ[var] = str(threads)
 
     try:
         sock = _bind(args.host, args.port)
     except OSError as exc:
-        print(f"diffperf-refserver: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-              " (port taken?); not trying another port", file=sys.stderr, flush=True)
+        print(
+            f"diffperf-refserver: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+            " (port taken?); not trying another port",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     port = sock.getsockname()[1]
 
@@ -129,7 +221,11 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .app import ServerConfig, create_app
 
     level = "debug" if args.log_level == "trace" else args.log_level
-    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="[refserver] %(levelname)s %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=level.upper(),
+        format="[refserver] %(levelname)s %(message)s",
+    )
     faults = Faults(
         delays_ms=dict(args.inject_delay),
         jitter_pct=args.inject_jitter,
@@ -140,10 +236,14 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         load_delay_ms=args.inject_load_delay,
         seed=args.seed,
     )
-    app = create_app(ServerConfig(spec, faults, args.warmup_mode, warmup, args.seed, threads))
+    app = create_app(
+        ServerConfig(spec, faults, args.warmup_mode, warmup, args.seed, threads)
+    )
     url_host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"[refserver] serving {spec.name} at http://{url_host}:{port} (pid {os.getpid()}, {threads} thread(s))",
-          flush=True)
+    print(
+        f"[refserver] serving {spec.name} at http://{url_host}:{port} (pid {os.getpid()}, {threads} thread(s))",
+        flush=True,
+    )
     config = uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=3)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
@@ -154,7 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "models":
         for spec in MODELS.values():
-            extra = f" {spec.num_frames} frames @ {spec.fps} fps" if spec.task == "video" else ""
-            print(f"{spec.name}\t{spec.task}\t{spec.width}x{spec.height}{extra}, {spec.steps} steps")
+            extra = (
+                f" {spec.num_frames} frames @ {spec.fps} fps"
+                if spec.task == "video"
+                else ""
+            )
+            print(
+                f"{spec.name}\t{spec.task}\t{spec.width}x{spec.height}{extra}, {spec.steps} steps"
+            )
         return 0
     return serve(args, parser)

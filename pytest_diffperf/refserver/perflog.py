@@ -54,7 +54,11 @@ class MemoryTracker:
 
     def snapshots(self) -> dict[str, MemorySnapshot]:
         return {
-            key: MemorySnapshot(peak_host_anon_mb=round(self._peaks.get(key.removesuffix("_peak"), 0.0), 2))
+            key: MemorySnapshot(
+                peak_host_anon_mb=round(
+                    self._peaks.get(key.removesuffix("_peak"), 0.0), 2
+                )
+            )
             for key in MEMORY_SNAPSHOT_KEYS
         }
 
@@ -70,8 +74,15 @@ class PerfLog:
     """Writer for ``$SGLANG_PERF_LOG_DIR/performance.log``; inert unless stage logging is on."""
 
     def __init__(self) -> None:
-        self.enabled = os.environ.get(STAGE_LOGGING_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-        self.path = Path(os.environ.get(PERF_LOG_DIR_ENV) or os.getcwd()) / PERF_LOG_FILE
+        self.enabled = os.environ.get(STAGE_LOGGING_ENV, "").strip().lower() in (
+            "1",
+            "true",
+            "yes",
+            "on",
+        )
+        self.path = (
+            Path(os.environ.get(PERF_LOG_DIR_ENV) or os.getcwd()) / PERF_LOG_FILE
+        )
         self._commit = _commit_hash()
         self._lock = threading.Lock()
 
@@ -90,7 +101,12 @@ class PerfLog:
             timestamp=datetime.now(timezone.utc).isoformat(),
             commit_hash=self._commit,
             tag=PERF_RECORD_TAG,
-            stages=[StageRecord(name=n, execution_time_ms=ms, is_denoising=n == DENOISING_STAGE) for n, ms in stages],
+            stages=[
+                StageRecord(
+                    name=n, execution_time_ms=ms, is_denoising=n == DENOISING_STAGE
+                )
+                for n, ms in stages
+            ],
             steps=steps,
             total_duration_ms=total_ms,
             memory_snapshots=memory,

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import numpy as np
 import torch
 
 from ..protocol import DENOISING_STAGE
-from .faults import Faults
 from .families import FAMILIES
+from .faults import Faults
 from .models import BUILDERS
 from .perflog import MemoryTracker
 from .specs import GenParams, ModelSpec
@@ -40,7 +40,11 @@ class StagedPipeline:
         memory.sample("load")
 
     def run(
-        self, p: GenParams, *, warmup: bool = False, on_step: Callable[[int, int], None] | None = None
+        self,
+        p: GenParams,
+        *,
+        warmup: bool = False,
+        on_step: Callable[[int, int], None] | None = None,
     ) -> RunResult:
         phase = "warmup" if warmup else "runtime"
         faults = None if warmup else self.faults
@@ -87,8 +91,14 @@ class StagedPipeline:
             with stage("DecodingStage"):
                 images = family.decode(p, ctx)
                 if faults and faults.output_noise > 0:
-                    noise_gen = torch.Generator("cpu").manual_seed(p.seed + NOISE_SEED_OFFSET)
-                    images = (images + faults.output_noise * torch.randn(images.shape, generator=noise_gen)).clamp(0, 1)
+                    noise_gen = torch.Generator("cpu").manual_seed(
+                        p.seed + NOISE_SEED_OFFSET
+                    )
+                    images = (
+                        images
+                        + faults.output_noise
+                        * torch.randn(images.shape, generator=noise_gen)
+                    ).clamp(0, 1)
                 frames = (images * 255).round().to(torch.uint8).numpy()
             total_ms = (time.perf_counter() - start) * 1000
         return RunResult(frames, stages, steps, total_ms)

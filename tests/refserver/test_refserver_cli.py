@@ -10,25 +10,64 @@ import sys
 import threading
 
 import pytest
-from .refserver_helpers import SMALL_IMAGE
 
 from pytest_diffperf.protocol import PERF_LOG_FILE, PerfRecord
 
+from .refserver_helpers import SMALL_IMAGE
+
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest_diffperf.refserver", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_diffperf.refserver", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["serve", "--model-path", "tiny/flux-t2i", "--bogus-flag"], "unrecognized arguments: --bogus-flag"),
-    (["serve", "--model-path", "tiny/nope"], "invalid choice: 'tiny/nope'"),
-    (["serve", "--model-path", "tiny/flux-t2i", "--warmup-mode", "later"], "invalid choice: 'later'"),
-    (["serve", "--model-path", "tiny/flux-t2i", "--warmup-sampling-params", "{bad"], "not valid JSON"),
-    (["serve", "--model-path", "tiny/flux-t2i", "--warmup-sampling-params", '{"size": "7x7"}'], "width must be"),
-    (["serve", "--model-path", "tiny/flux-t2i", "--inject-delay", "Nope=5"], "unknown stage 'Nope'"),
-    (["serve", "--model-path", "tiny/flux-t2i", "--model-type", "llm"], "invalid choice: 'llm'"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["serve", "--model-path", "tiny/flux-t2i", "--bogus-flag"],
+            "unrecognized arguments: --bogus-flag",
+        ),
+        (["serve", "--model-path", "tiny/nope"], "invalid choice: 'tiny/nope'"),
+        (
+            ["serve", "--model-path", "tiny/flux-t2i", "--warmup-mode", "later"],
+            "invalid choice: 'later'",
+        ),
+        (
+            [
+                "serve",
+                "--model-path",
+                "tiny/flux-t2i",
+                "--warmup-sampling-params",
+                "{bad",
+            ],
+            "not valid JSON",
+        ),
+        (
+            [
+                "serve",
+                "--model-path",
+                "tiny/flux-t2i",
+                "--warmup-sampling-params",
+                '{"size": "7x7"}',
+            ],
+            "width must be",
+        ),
+        (
+            ["serve", "--model-path", "tiny/flux-t2i", "--inject-delay", "Nope=5"],
+            "unknown stage 'Nope'",
+        ),
+        (
+            ["serve", "--model-path", "tiny/flux-t2i", "--model-type", "llm"],
+            "invalid choice: 'llm'",
+        ),
+    ],
+)
 def test_bad_flags_exit_2_with_message(args, message):
     proc = _run(*args)
     assert proc.returncode == 2
@@ -41,7 +80,9 @@ def test_taken_port_fails_and_never_picks_another(strict):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        args = ["serve", "--model-path", "tiny/flux-t2i", "--port", str(port)] + (["--strict-ports"] if strict else [])
+        args = ["serve", "--model-path", "tiny/flux-t2i", "--port", str(port)] + (
+            ["--strict-ports"] if strict else []
+        )
         proc = _run(*args)
     assert proc.returncode != 0
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
@@ -52,13 +93,21 @@ def test_console_script_lists_models():
     exe = shutil.which("diffperf-refserver")
     if exe is None:
         pytest.skip("package not installed with its console scripts")
-    proc = subprocess.run([exe, "models"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [exe, "models"], check=False, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0
-    assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == ["tiny/flux-t2i", "tiny/sd-t2i", "tiny/wan-t2v"]
+    assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == [
+        "tiny/flux-t2i",
+        "tiny/sd-t2i",
+        "tiny/wan-t2v",
+    ]
 
 
 def test_warmup_mode_request_logs_only_the_real_request(start_server):
-    server = start_server("tiny/flux-t2i", "--warmup-mode", "request", "--num-threads", "2")
+    server = start_server(
+        "tiny/flux-t2i", "--warmup-mode", "request", "--num-threads", "2"
+    )
     assert "ready: tiny/flux-t2i" in server.output()
     payload, _ = server.image(**SMALL_IMAGE)
     records = server.records()
@@ -74,18 +123,29 @@ def test_perf_log_lines_stay_whole_under_concurrent_writers(tmp_path, monkeypatc
 
     monkeypatch.setenv("SGLANG_DIFFUSION_STAGE_LOGGING", "1")
     monkeypatch.setenv("SGLANG_PERF_LOG_DIR", str(tmp_path))
-    logs = [PerfLog(), PerfLog()]  # two writers, as two servers sharing one directory would be
+    logs = [
+        PerfLog(),
+        PerfLog(),
+    ]  # two writers, as two servers sharing one directory would be
     stages = [(f"Stage{i}", 1.0) for i in range(50)]
 
     def write(log: PerfLog, tag: str) -> None:
         for i in range(100):
-            log.write(f"{tag}-{i}", stages, [1.0] * 200, 100.0, MemoryTracker().snapshots())
+            log.write(
+                f"{tag}-{i}", stages, [1.0] * 200, 100.0, MemoryTracker().snapshots()
+            )
 
-    threads = [threading.Thread(target=write, args=(log, f"w{i}")) for i, log in enumerate(logs * 2)]
+    threads = [
+        threading.Thread(target=write, args=(log, f"w{i}"))
+        for i, log in enumerate(logs * 2)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     lines = (tmp_path / PERF_LOG_FILE).read_text().splitlines()
     assert len(lines) == 400
-    assert all(PerfRecord.model_validate(json.loads(line)).steps == [1.0] * 200 for line in lines)
+    assert all(
+        PerfRecord.model_validate(json.loads(line)).steps == [1.0] * 200
+        for line in lines
+    )

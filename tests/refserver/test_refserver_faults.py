@@ -11,9 +11,10 @@ import time
 
 import pytest
 import requests
-from .refserver_helpers import SMALL_IMAGE, stage_ms
 
 from pytest_diffperf.refserver.faults import Faults, parse_delay
+
+from .refserver_helpers import SMALL_IMAGE, stage_ms
 
 REPEATS = 5
 
@@ -25,15 +26,29 @@ def _median_records(server, body):
         payload, data = server.image(**body)
         records.append(server.record(payload["id"]))
         outputs.add(data)
-    stages = {name: statistics.median(stage_ms(r)[name] for r in records) for name in stage_ms(records[0])}
-    steps = [statistics.median(r.steps[i] for r in records) for i in range(len(records[0].steps))]
-    outside = statistics.median(stage_ms(r)["DenoisingStage"] - sum(r.steps) for r in records)
+    stages = {
+        name: statistics.median(stage_ms(r)[name] for r in records)
+        for name in stage_ms(records[0])
+    }
+    steps = [
+        statistics.median(r.steps[i] for r in records)
+        for i in range(len(records[0].steps))
+    ]
+    outside = statistics.median(
+        stage_ms(r)["DenoisingStage"] - sum(r.steps) for r in records
+    )
     return stages, steps, outside, outputs
 
 
 @pytest.fixture(scope="module")
 def delayed(start_server):
-    return start_server("tiny/flux-t2i", "--inject-delay", "DenoisingStage=200", "--inject-delay", "step:2=150")
+    return start_server(
+        "tiny/flux-t2i",
+        "--inject-delay",
+        "DenoisingStage=200",
+        "--inject-delay",
+        "step:2=150",
+    )
 
 
 def test_delays_land_in_their_stage_and_step_only(flux, delayed):
@@ -42,21 +57,33 @@ def test_delays_land_in_their_stage_and_step_only(flux, delayed):
 
     # DenoisingStage=200: in the stage, outside its steps.
     assert outside - base_outside >= 180, (outside, base_outside)
-    assert stages["DenoisingStage"] - base_stages["DenoisingStage"] >= 250, (stages, base_stages)
+    assert stages["DenoisingStage"] - base_stages["DenoisingStage"] >= 250, (
+        stages,
+        base_stages,
+    )
     # step:2=150: in steps[2] only.
     assert steps[2] - base_steps[2] >= 135, (steps, base_steps)
     for i in (0, 1, 3):
         assert steps[i] - base_steps[i] < 100, (i, steps, base_steps)
-    for name in ("InputValidationStage", "TextEncodingStage", "LatentPreparationStage",
-                 "TimestepPreparationStage", "DecodingStage"):
+    for name in (
+        "InputValidationStage",
+        "TextEncodingStage",
+        "LatentPreparationStage",
+        "TimestepPreparationStage",
+        "DecodingStage",
+    ):
         assert stages[name] - base_stages[name] < 100, (name, stages, base_stages)
 
     # Deterministic within each process and across the two processes: delays never touch pixels.
     assert len(base_out) == 1 and out == base_out
 
 
-def test_output_noise_changes_outputs_deterministically_and_jitter_keeps_records_valid(flux, start_server):
-    noisy = start_server("tiny/flux-t2i", "--inject-output-noise", "0.1", "--inject-jitter", "50")
+def test_output_noise_changes_outputs_deterministically_and_jitter_keeps_records_valid(
+    flux, start_server
+):
+    noisy = start_server(
+        "tiny/flux-t2i", "--inject-output-noise", "0.1", "--inject-jitter", "50"
+    )
     _, clean = flux.image(**SMALL_IMAGE)
     first_payload, first = noisy.image(**SMALL_IMAGE)
     _, second = noisy.image(**SMALL_IMAGE)
@@ -106,7 +133,13 @@ def test_fail_startup_exits_nonzero_before_ready(start_server):
 def test_parse_delay():
     assert parse_delay("DecodingStage=12.5") == ("DecodingStage", 12.5)
     assert parse_delay("step:03=100") == ("step:3", 100.0)
-    for bad in ("DecodingStage", "Nope=1", "step:x=1", "step:1=abc", "TextEncodingStage=-5"):
+    for bad in (
+        "DecodingStage",
+        "Nope=1",
+        "step:x=1",
+        "step:1=abc",
+        "TextEncodingStage=-5",
+    ):
         with pytest.raises(ValueError):
             parse_delay(bad)
 

@@ -7,10 +7,16 @@ import io
 import psutil
 import pytest
 import requests
-from .refserver_helpers import SMALL_IMAGE, png_size, stage_ms
 from PIL import Image
 
-from pytest_diffperf.protocol import LOAD_MARKER, MEMORY_SNAPSHOT_KEYS, STANDARD_STAGES, parse_load_marker
+from pytest_diffperf.protocol import (
+    LOAD_MARKER,
+    MEMORY_SNAPSHOT_KEYS,
+    STANDARD_STAGES,
+    parse_load_marker,
+)
+
+from .refserver_helpers import SMALL_IMAGE, png_size, stage_ms
 
 
 def test_health_503_until_ready_then_200(flux):
@@ -21,7 +27,11 @@ def test_health_503_until_ready_then_200(flux):
 
 
 def test_load_marker_printed_once_after_spawn(flux):
-    lines = [line for line in flux.stdout_path.read_text().splitlines() if LOAD_MARKER in line]
+    lines = [
+        line
+        for line in flux.stdout_path.read_text().splitlines()
+        if LOAD_MARKER in line
+    ]
     assert len(lines) == 1
     marker_ns = parse_load_marker(lines[0])
     assert marker_ns is not None
@@ -31,13 +41,17 @@ def test_load_marker_printed_once_after_spawn(flux):
 
 
 def test_default_bind_is_loopback_only(flux):
-    listening = [c for c in psutil.Process(flux.proc.pid).net_connections(kind="inet") if c.status == "LISTEN"]
+    listening = [
+        c
+        for c in psutil.Process(flux.proc.pid).net_connections(kind="inet")
+        if c.status == "LISTEN"
+    ]
     assert [(c.laddr.ip, c.laddr.port) for c in listening] == [("127.0.0.1", flux.port)]
 
 
 def test_models_lists_builtin_models_served_first(flux):
     data = requests.get(flux.url + "/v1/models", timeout=5).json()["data"]
-    assert [m["id"] for m in data][0] == "tiny/flux-t2i" and data[0]["served"]
+    assert data[0]["id"] == "tiny/flux-t2i" and data[0]["served"]
     assert {"tiny/flux-t2i", "tiny/sd-t2i", "tiny/wan-t2v"} <= {m["id"] for m in data}
 
 
@@ -112,22 +126,35 @@ def test_bad_image_requests_are_400(flux, body, code):
     resp = flux.post("/v1/images/generations", body, timeout=30)
     assert resp.status_code == 400, resp.text
     error = resp.json()["error"]
-    assert error["code"] == code and error["message"] and error["type"] == "invalid_request_error"
+    assert (
+        error["code"] == code
+        and error["message"]
+        and error["type"] == "invalid_request_error"
+    )
 
 
 def test_malformed_json_is_400(flux):
-    resp = requests.post(flux.url + "/v1/images/generations", data=b'{"prompt": "x",',
-                         headers={"content-type": "application/json"}, timeout=30)
+    resp = requests.post(
+        flux.url + "/v1/images/generations",
+        data=b'{"prompt": "x",',
+        headers={"content-type": "application/json"},
+        timeout=30,
+    )
     assert resp.status_code == 400
     assert resp.json()["error"]["code"] == "invalid_json"
 
 
 def test_video_on_image_model_is_400(flux):
     resp = flux.post("/v1/videos", {"prompt": "x"}, timeout=30)
-    assert resp.status_code == 400 and resp.json()["error"]["code"] == "unsupported_task"
+    assert (
+        resp.status_code == 400 and resp.json()["error"]["code"] == "unsupported_task"
+    )
 
 
-@pytest.mark.parametrize("path", ["/v1/videos/video_unknown", "/v1/videos/video_unknown/content", "/v1/nothing"])
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/videos/video_unknown", "/v1/videos/video_unknown/content", "/v1/nothing"],
+)
 def test_unknown_ids_and_paths_are_404(flux, path):
     resp = requests.get(flux.url + path, timeout=30)
     assert resp.status_code == 404

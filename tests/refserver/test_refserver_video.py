@@ -6,21 +6,32 @@ import imageio.v2 as imageio
 import pytest
 import requests
 
-SMALL_VIDEO = {"prompt": "waves rolling onto a beach", "size": "96x64", "num_frames": 5,
-               "num_inference_steps": 3, "seed": 11, "fps": 8}
+SMALL_VIDEO = {
+    "prompt": "waves rolling onto a beach",
+    "size": "96x64",
+    "num_frames": 5,
+    "num_inference_steps": 3,
+    "seed": 11,
+    "fps": 8,
+}
 
 
 @pytest.fixture(scope="module")
 def wan(start_server):
-    return start_server("tiny/wan-t2v", "--warmup-sampling-params",
-                        '{"size": "64x64", "num_frames": 5, "num_inference_steps": 1}')
+    return start_server(
+        "tiny/wan-t2v",
+        "--warmup-sampling-params",
+        '{"size": "64x64", "num_frames": 5, "num_inference_steps": 1}',
+    )
 
 
 def _frames(data: bytes, tmp_path) -> list:
     path = tmp_path / "video.mp4"
     path.write_bytes(data)
     with imageio.get_reader(str(path), format="FFMPEG") as reader:
-        return [frame for frame in reader]  # not list(reader): len() is inf for this reader
+        return [
+            frame for frame in reader
+        ]  # not list(reader): len() is inf for this reader
 
 
 def test_video_job_lifecycle_and_mp4(wan, tmp_path):
@@ -46,7 +57,15 @@ def test_create_returns_queued_and_content_409_until_done(wan):
     first = wan.post("/v1/videos", SMALL_VIDEO).json()
     second = wan.post("/v1/videos", SMALL_VIDEO).json()
     assert first["status"] == second["status"] == "queued"
-    assert set(second) >= {"id", "object", "status", "progress", "created_at", "size", "seconds"}
+    assert set(second) >= {
+        "id",
+        "object",
+        "status",
+        "progress",
+        "created_at",
+        "size",
+        "seconds",
+    }
     # The second job waits behind the first on the single worker.
     resp = requests.get(f"{wan.url}/v1/videos/{second['id']}/content", timeout=10)
     assert resp.status_code == 409 and resp.json()["error"]["code"] == "video_not_ready"
@@ -64,16 +83,21 @@ def test_video_deterministic(wan):
     contents = []
     for _ in range(2):
         job, _ = wan.video(**SMALL_VIDEO)
-        contents.append(requests.get(f"{wan.url}/v1/videos/{job['id']}/content", timeout=30).content)
+        contents.append(
+            requests.get(f"{wan.url}/v1/videos/{job['id']}/content", timeout=30).content
+        )
     assert contents[0] == contents[1]
 
 
-@pytest.mark.parametrize("body", [
-    {**SMALL_VIDEO, "num_frames": 6},
-    {**SMALL_VIDEO, "size": "100x64"},
-    {**SMALL_VIDEO, "num_inference_steps": 0},
-    {"size": "64x64"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**SMALL_VIDEO, "num_frames": 6},
+        {**SMALL_VIDEO, "size": "100x64"},
+        {**SMALL_VIDEO, "num_inference_steps": 0},
+        {"size": "64x64"},
+    ],
+)
 def test_bad_video_requests_are_400(wan, body):
     resp = wan.post("/v1/videos", body, timeout=30)
     assert resp.status_code == 400
