@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from .baselines import Scenario
 from .limits import Measurement
 
 
@@ -34,8 +35,9 @@ def measured_scenario(measurement: Measurement, *, full_test_time_s: float | Non
     if measurement.load_ms:
         scenario["expected_load_ms"] = round(measurement.load_ms[min(i, len(measurement.load_ms) - 1)], 2)
     for key, values in sorted(measurement.memory.items()):
-        if values and values[min(i, len(values) - 1)]:  # device fields are 0 on CPU: not a baseline
-            scenario[key] = round(values[min(i, len(values) - 1)], 2)
+        value = values[min(i, len(values) - 1)] if values else 0
+        if key in Scenario.model_fields and value:  # device fields are 0 on CPU: not a baseline
+            scenario[key] = round(value, 2)
     if full_test_time_s is not None:
         scenario["estimated_full_test_time_s"] = round(full_test_time_s, 1)
     return scenario
