@@ -99,7 +99,9 @@ def test_k_selects_by_scenario_name_and_shared_group_starts_one_server(pytester,
     assert len(doc["servers"]) == 1  # one launch for the two cases of one group
     assert {s["server"]["pid"] for s in doc["scenarios"]} == {doc["servers"][0]["pid"]}
     collected = pytester.runpytest(*args, "--collect-only", "-q")
-    collected.stdout.fnmatch_lines(["baselines.json::alpha_one", "baselines.json::alpha_two", "baselines.json::beta.1-x"])
+    collected.stdout.fnmatch_lines(
+        ["baselines.json::alpha_one", "baselines.json::alpha_two", "baselines.json::beta.1-x"]
+    )
 
 
 def test_injected_denoising_delay_fails_exactly_the_checks_it_should(pytester, suite):

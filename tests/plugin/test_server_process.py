@@ -19,12 +19,15 @@ def script_server(tmp_path, body: str) -> ServerProcess:
 
 
 def test_fatal_pattern_fails_at_once_with_log_tail(tmp_path):
-    server = script_server(tmp_path, """
+    server = script_server(
+        tmp_path,
+        """
         import time
         print("loading weights")
         print("Fatal Python error: Segmentation fault")
         time.sleep(60)
-    """)
+    """,
+    )
     server.start()
     try:
         with pytest.raises(ServerError) as info:
@@ -57,12 +60,15 @@ def test_readiness_deadline_with_progress_lines(tmp_path):
 
 
 def test_load_marker_gives_load_time_and_stop_kills_the_whole_tree(tmp_path):
-    server = script_server(tmp_path, """
+    server = script_server(
+        tmp_path,
+        """
         import subprocess, sys, time
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         print(f"[server-load] workers_ready_monotonic_ns={time.monotonic_ns()}", flush=True)
         time.sleep(60)
-    """)
+    """,
+    )
     server.start()
     deadline = time.monotonic() + 20
     while server.load_ms is None and time.monotonic() < deadline:
