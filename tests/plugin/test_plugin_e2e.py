@@ -50,6 +50,7 @@ def test_scenario_passes_with_header_summary_json_rows_junit_and_step_summary(py
             "diffperf: hardware=cpu",
             "diffperf: baselines=*baselines.json*",
             "diffperf: launcher=reference",
+            "diffperf: lint: * warning(s) in the baseline files (see: diffperf lint FILE)",
             "*baselines.json::tiny_a PASSED*",
             "*baselines.json::tiny_zero PASSED*",
             "*UnguardedWarning: tiny_zero: *",
