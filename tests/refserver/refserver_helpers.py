@@ -6,17 +6,16 @@ import base64
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import psutil
 import requests
 from PIL import Image
 
 from pytest_diffperf.protocol import PERF_LOG_FILE, PerfRecord
+from pytest_diffperf.server import free_port, kill_tree
 
 STARTUP_TIMEOUT_S = 90
 # Small shapes keep the suite fast on a 2-core box.
@@ -26,26 +25,6 @@ SMALL_IMAGE = {
     "num_inference_steps": 4,
     "seed": 7,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def kill_tree(pid: int) -> None:
-    try:
-        parent = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return
-    procs = parent.children(recursive=True) + [parent]
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=10)
 
 
 class Server:
