@@ -1,6 +1,6 @@
 """Time the consistency check of one 3-key-frame 768x512 video: ours versus SGLang's way.
 
-    python benchmarks/bench_consistency.py [--model ViT-L-14] [--pretrained openai] [--repeats 5]
+    python benchmarks/bench_consistency.py [--model ViT-L-14] [--pretrained openai] [--repeats 5] [--threads N]
 
 Ours: GT CLIP embeddings read from the cache a previous process wrote, output frames embedded in
 one batch. SGLang's way: every process embeds the GT again, and frames go through CLIP one by one.
@@ -25,6 +25,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
+import torch
 from PIL import Image
 
 from pytest_diffperf.consistency import check_output, clip, config_from_env
@@ -68,7 +69,10 @@ def main() -> int:
     parser.add_argument("--model", default=clip.DEFAULT_MODEL)
     parser.add_argument("--pretrained", default=clip.DEFAULT_PRETRAINED)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     pretrained = args.pretrained
     try:
         clip.resolve_weights(args.model, pretrained)
@@ -77,7 +81,8 @@ def main() -> int:
         pretrained = "none"
     start = time.perf_counter()
     embedder = clip.get_embedder(args.model, pretrained)
-    print(f"model {args.model}/{pretrained} loaded in {time.perf_counter() - start:.1f} s")
+    load = time.perf_counter() - start
+    print(f"model {args.model}/{pretrained} loaded in {load:.1f} s, {torch.get_num_threads()} torch threads")
 
     gt_video = synth_video(0)
     out_video = perturb(gt_video, 1)
