@@ -17,6 +17,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config):
+    if config.getoption("diffperf") or config.getini("diffperf"):
+        from .distribute import default_loadgroup
+
+        default_loadgroup(config)  # before xdist reads --dist
+    return (yield)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): pytest-xdist group (one server group per worker)")
@@ -51,9 +60,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep each server group's tests adjacent, groups in order of first appearance."""
-    if config.stash.get(SESSION_KEY, None) is None:
+    """This shard's tests only; each server group's tests adjacent, groups in order of first appearance."""
+    ds = config.stash.get(SESSION_KEY, None)
+    if ds is None:
         return
+    from .distribute import deselect_other_shards, skip_unfit
+
+    if ds.shard is not None:
+        deselect_other_shards(config, items, ds.shard)
+    skip_unfit(items, ds.devices)
     first: dict[object, int] = {}
     for index, item in enumerate(items):
         first.setdefault(getattr(item, "spec", None) or item.nodeid, index)
@@ -81,4 +96,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ds = config.stash.get(SESSION_KEY, None)
     if ds is None:
         return None
-    return [f"diffperf: {k}={v}" for k, v in ds.header().items()] + [f"diffperf: logs in {ds.workdir}"]
+    lines = [f"diffperf: {k}={v}" for k, v in ds.header().items()] + [f"diffperf: logs in {ds.workdir}"]
+    if ds.shard is not None:
+        from .distribute import shard_header
+
+        lines.append(shard_header(ds.shard))
+    return lines
