@@ -34,11 +34,7 @@ OPTIONS = (
     Option("--diffperf-baselines", "perf baseline file, or an SGLang perf_baselines/ directory", is_path=True),
     Option("--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)"),
     Option("--diffperf-cases", "case definitions (superset of SGLang's comparison_configs.json)", is_path=True),
-    Option(
-        "--diffperf-server",
-        "server launcher: sglang, reference (the bundled CPU server), or a registered one",
-        default="sglang",
-    ),
+    Option("--diffperf-server", "server launcher: sglang, reference (the bundled CPU server), or a registered one", default="sglang"),
     Option("--diffperf-preset", "limit-formula preset", default="sglang"),
     Option("--diffperf-json", "write one result row per measured request to this JSON file", is_path=True),
     Option("--diffperf-startup-timeout", "seconds to wait for a server to become ready", default="1200"),
@@ -46,10 +42,7 @@ OPTIONS = (
     Option("--diffperf-shard", "run only shard K of N (1-based, e.g. 2/4); shards are balanced server groups"),
     Option("--diffperf-shard-id", "shard K (1-based), with --diffperf-num-shards N"),
     Option("--diffperf-num-shards", "number of shards N, with --diffperf-shard-id K"),
-    Option(
-        "--diffperf-devices",
-        "devices to split among xdist workers, e.g. 0,1,2,3 (default: CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES on npu)",
-    ),
+    Option("--diffperf-devices", "devices to split among xdist workers, e.g. 0,1,2,3 (default: the platform's *_VISIBLE_DEVICES)"),
 )
 
 

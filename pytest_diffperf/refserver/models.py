@@ -50,7 +50,9 @@ def t5_tokenizer(max_length: int) -> PreTrainedTokenizerFast:
     tok = Tokenizer(BPE(vocab=vocab, merges=[], unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", 1)]
+    )
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         pad_token="<pad>",
@@ -91,7 +93,9 @@ def _t5_config(cls: type, hidden: int) -> Any:
     )
 
 
-def _image_vae(latent_channels: int, scaling: float, shift: float | None) -> torch.nn.Module:
+def _image_vae(
+    latent_channels: int, scaling: float, shift: float | None
+) -> torch.nn.Module:
     from diffusers import AutoencoderKL
 
     return AutoencoderKL(
@@ -187,7 +191,9 @@ def build_wan() -> dict[str, Any]:
 
     return {
         "tokenizer": t5_tokenizer(64),
-        "text_encoder": _seeded(21, lambda: UMT5EncoderModel(_t5_config(UMT5Config, 64))),
+        "text_encoder": _seeded(
+            21, lambda: UMT5EncoderModel(_t5_config(UMT5Config, 64))
+        ),
         "transformer": _seeded(
             22,
             lambda: WanTransformer3DModel(
