@@ -17,10 +17,31 @@ if TYPE_CHECKING:
     from .session import DiffperfSession
 
 
+LOADGROUP_KEY = "diffperf_loadgroup"
+
+
 def default_loadgroup(config: pytest.Config) -> None:
     """``-n`` without ``--dist``: keep each server group on one worker (xdist would pick ``load``)."""
     if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", None) == "no":
         config.option.dist = "loadgroup"
+
+
+class XdistHooks:
+    """Registered on the xdist controller only (xdist's hooks exist only where xdist is installed)."""
+
+    @pytest.hookimpl
+    def pytest_configure_node(self, node) -> None:
+        # Workers re-parse the command line, so they would not see the loadgroup default: tell them.
+        node.workerinput[LOADGROUP_KEY] = node.config.getvalue("dist") == "loadgroup"
+
+
+def configure_xdist(config: pytest.Config) -> None:
+    """On the controller, register the xdist hooks; on a worker, group test ids as the controller does."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.option.loadgroup = config.option.loadgroup or workerinput.get(LOADGROUP_KEY, False)
+    elif config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(), "diffperf-xdist")
 
 
 def share_of(config: pytest.Config, settings: Settings) -> DeviceShare:

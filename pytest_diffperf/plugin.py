@@ -31,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): pytest-xdist group (one server group per worker)")
     if not (config.getoption("diffperf") or config.getini("diffperf")):
         return
+    from .distribute import configure_xdist
     from .report import ResultsCollector
     from .session import DiffperfSession
 
@@ -39,6 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except DiffperfError as exc:
         raise pytest.UsageError(f"diffperf: {exc}") from None
     config.stash[SESSION_KEY] = ds
+    configure_xdist(config)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(ds.baselines.primary)]  # no paths given: run the scenarios, not the test files
     config.pluginmanager.register(ResultsCollector(ds.header(), ds.settings.diffperf_json), "diffperf-results")
