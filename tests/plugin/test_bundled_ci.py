@@ -29,12 +29,28 @@ WIDE = {
         "SGLANG_DENOISE_AGG_TOLERANCE",
     )
 }
-GROUPS = {"flux_tiny_t2i": "flux", "flux_tiny_t2i_8steps": "flux", "sd_tiny_t2i": "sd", "sd_tiny_t2i_192": "sd", "wan_tiny_t2v": "wan"}
+GROUPS = {
+    "flux_tiny_t2i": "flux",
+    "flux_tiny_t2i_8steps": "flux",
+    "sd_tiny_t2i": "sd",
+    "sd_tiny_t2i_192": "sd",
+    "wan_tiny_t2v": "wan",
+}
 
 
 def bundled(json_path: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """``pytest --diffperf=pr_test`` at the repository root, as a user types it."""
-    command = [sys.executable, "-m", "pytest", "--diffperf=pr_test", f"--diffperf-json={json_path}", "-p", "no:cacheprovider", "-v", *flags]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--diffperf=pr_test",
+        f"--diffperf-json={json_path}",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        *flags,
+    ]
     environ = {**os.environ, **WIDE, **(env or {})}
     return subprocess.Popen(command, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -43,6 +59,10 @@ def finish(proc: subprocess.Popen) -> str:
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     return out
+
+
+def verdicts(doc: dict) -> list[tuple[str, str]]:
+    return sorted((s["case"], s["verdict"]) for s in doc["scenarios"])
 
 
 @pytest.fixture(scope="module")
@@ -76,10 +96,11 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     assert "diffperf: shard 2/2: 3 scenario(s), 2 server start(s)" in outputs[1]
     files = [str(tmp_path / f"results-{k}.json") for k in (1, 2)]
     merged_path = tmp_path / "merged.json"
-    assert main(["merge", *files, "-o", str(merged_path), "--expect-all", str(REPO / "data/perf_baselines/cpu.json")]) == 0
+    assert (
+        main(["merge", *files, "-o", str(merged_path), "--expect-all", str(REPO / "data/perf_baselines/cpu.json")]) == 0
+    )
     assert "diffperf merge: 2 file(s), 5 scenarios: 5 pass" in capsys.readouterr().out
     merged, unsharded = json.loads(merged_path.read_text()), xdist_run[0]
-    verdicts = lambda doc: sorted((s["case"], s["verdict"]) for s in doc["scenarios"])  # noqa: E731
     assert verdicts(merged) == verdicts(unsharded)
     assert sorted(r["case"] for r in merged["rows"]) == sorted(r["case"] for r in unsharded["rows"])
     assert len(merged["servers"]) == 3

@@ -23,7 +23,12 @@ def result(case: str, verdict: str = "pass", message: str = "", port: int = 2000
 def doc(*scenarios: dict, shard: str = "1/2", **header) -> dict:
     rows = [{"case": s["case"], "request": 0, "e2e_ms": 500.0} for s in scenarios if s["verdict"] == "pass"]
     servers = [s["server"] for s in scenarios]
-    return HEADER | {"shard": shard, "baselines": ["x.json"]} | header | {"rows": rows, "scenarios": list(scenarios), "servers": servers}
+    return (
+        HEADER
+        | {"shard": shard, "baselines": ["x.json"]}
+        | header
+        | {"rows": rows, "scenarios": list(scenarios), "servers": servers}
+    )
 
 
 @pytest.fixture
@@ -63,7 +68,10 @@ def test_merges_rows_scenarios_servers_and_any_other_record_list(files, tmp_path
 
 
 def test_errors_and_failures_are_counted_and_fail_the_merge(files, capsys):
-    failing = doc(result("flux_tiny_t2i", "fail", "e2e over its limit"), result("sd_tiny_t2i", "error", "server x exited with code 1\nlog tail"))
+    failing = doc(
+        result("flux_tiny_t2i", "fail", "e2e over its limit"),
+        result("sd_tiny_t2i", "error", "server x exited with code 1\nlog tail"),
+    )
     assert main(["merge", *files(failing, doc(result("wan_tiny_t2v", "skipped"), shard="2/2"))]) == 1
     out = capsys.readouterr().out
     assert "3 scenarios: 1 skipped, 1 fail, 1 error" in out
@@ -76,22 +84,46 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
     assert main(["merge", *paths, "--expect-all", str(BASELINE), "--hardware", "cpu", "--markdown", str(summary)]) == 1
     out = capsys.readouterr().out
     assert f"3 scenario(s) of {BASELINE} ran in no shard: flux_tiny_t2i_8steps, sd_tiny_t2i_192, wan_tiny_t2v" in out
-    assert "**3 scenario(s) ran in no shard:** flux_tiny_t2i_8steps, sd_tiny_t2i_192, wan_tiny_t2v" in summary.read_text()
-    complete = files(doc(*(result(s) for s in ("flux_tiny_t2i", "flux_tiny_t2i_8steps", "sd_tiny_t2i", "sd_tiny_t2i_192", "wan_tiny_t2v"))))
+    assert (
+        "**3 scenario(s) ran in no shard:** flux_tiny_t2i_8steps, sd_tiny_t2i_192, wan_tiny_t2v" in summary.read_text()
+    )
+    complete = files(
+        doc(
+            *(
+                result(s)
+                for s in ("flux_tiny_t2i", "flux_tiny_t2i_8steps", "sd_tiny_t2i", "sd_tiny_t2i_192", "wan_tiny_t2v")
+            )
+        )
+    )
     assert main(["merge", *complete, "--expect-all", str(BASELINE)]) == 0
 
 
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
-        ([doc(result("a")), doc(result("a"), shard="2/2")], "results-2.json: scenario 'a' is also in {tmp}/results-1.json"),
-        ([doc(result("a")), doc(result("b"), profile="long_term")], "results-2.json: profile: profile is 'long_term' here but 'pr_test' in {tmp}/results-1.json"),
-        ([doc(result("a")), doc(result("b"), hardware="h100")], "results-2.json: hardware: hardware is 'h100' here but 'cpu'"),
-        (["{not json"], "results-1.json: invalid JSON: Expecting property name enclosed in double quotes at line 1, column 2"),
+        (
+            [doc(result("a")), doc(result("a"), shard="2/2")],
+            "results-2.json: scenario 'a' is also in {tmp}/results-1.json",
+        ),
+        (
+            [doc(result("a")), doc(result("b"), profile="long_term")],
+            "results-2.json: profile: profile is 'long_term' here but 'pr_test' in {tmp}/results-1.json",
+        ),
+        (
+            [doc(result("a")), doc(result("b"), hardware="h100")],
+            "results-2.json: hardware: hardware is 'h100' here but 'cpu'",
+        ),
+        (
+            ["{not json"],
+            "results-1.json: invalid JSON: Expecting property name enclosed in double quotes at line 1, column 2",
+        ),
         (["[]"], "results-1.json: expected a JSON object at the top level, got a list"),
         ([{"rows": []}], "results-1.json: version: not a diffperf results file of version 1 (found version None)"),
         ([HEADER | {"scenarios": {}}], "results-1.json: scenarios: expected a list of scenario results, got an object"),
-        ([HEADER | {"scenarios": [{"case": "a"}]}], "results-1.json: scenarios.0: expected an object with a case and a verdict"),
+        (
+            [HEADER | {"scenarios": [{"case": "a"}]}],
+            "results-1.json: scenarios.0: expected an object with a case and a verdict",
+        ),
     ],
 )
 def test_bad_inputs_are_clear_errors(files, tmp_path, capsys, inputs, message):
