@@ -42,7 +42,7 @@ OPTIONS = (
     Option("--diffperf-shard", "run only shard K of N (1-based, e.g. 2/4); shards are balanced server groups"),
     Option("--diffperf-shard-id", "shard K (1-based), with --diffperf-num-shards N"),
     Option("--diffperf-num-shards", "number of shards N, with --diffperf-shard-id K"),
-    Option("--diffperf-devices", "devices to split among xdist workers, e.g. 0,1,2,3 (default: the platform's *_VISIBLE_DEVICES)"),
+    Option("--diffperf-devices", "devices to split among xdist workers, e.g. 0,1,2,3 (default: *_VISIBLE_DEVICES)"),
 )
 
 
