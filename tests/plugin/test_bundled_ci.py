@@ -82,11 +82,11 @@ def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run)
         by_group.setdefault(GROUPS[s["case"]], set()).add((workers[s["case"]], s["server"]["pid"], s["server"]["port"]))
     assert all(len(runs) == 1 for runs in by_group.values()), by_group  # one worker, one server per group
     slices = {"gw0": ("0", range(WORKER_PORTS.start, 26000)), "gw1": ("2", range(26000, WORKER_PORTS.stop))}
-    for server in doc["servers"]:
-        worker = next(w for w, (device, _) in slices.items() if server["devices"] == {"CUDA_VISIBLE_DEVICES": device})
-        assert server["port"] in slices[worker][1], (server, worker)
+    for s in doc["scenarios"]:  # the first device of its worker's slice (0,1 | 2,3), a port of its worker's range
+        device, ports = slices[workers[s["case"]]]
+        assert s["server"]["devices"] == {"CUDA_VISIBLE_DEVICES": device} and s["server"]["port"] in ports, s
     assert len({s["port"] for s in doc["servers"]}) == len(doc["servers"]) == 3
-    assert {w for w in workers.values()} == {"gw0", "gw1"}
+    assert set(workers.values()) == {"gw0", "gw1"}
 
 
 def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
@@ -95,6 +95,11 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     assert "diffperf: shard 1/2: 2 scenario(s), 1 server start(s)" in outputs[0]
     assert "diffperf: shard 2/2: 3 scenario(s), 2 server start(s)" in outputs[1]
     files = [str(tmp_path / f"results-{k}.json") for k in (1, 2)]
+    plan = [sys.executable, "-m", "pytest_diffperf.cli", "plan", "data/perf_baselines/cpu.json", "--shards", "2"]
+    plan += ["--cases", "data/cases.json", "--hardware", "cpu", "--server", "reference"]
+    matrix = json.loads(subprocess.run(plan, cwd=REPO, check=True, capture_output=True, text=True).stdout)
+    for entry, path in zip(matrix["include"], files):  # the jobs ran what the plan says
+        assert [s["case"] for s in json.loads(Path(path).read_text())["scenarios"]] == entry["scenarios"]
     merged_path = tmp_path / "merged.json"
     assert (
         main(["merge", *files, "-o", str(merged_path), "--expect-all", str(REPO / "data/perf_baselines/cpu.json")]) == 0
