@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     limits = _limits(args)
     baselines = load_baselines(args.baselines, args.hardware)
     cases = load_cases(Path(args.cases)) if args.cases else {}
-    get_launcher(args.server)
+    get_launcher(args.server)  # an unknown launcher fails here, as in pytest
     ids = select_scenarios(baselines, cases, args.hardware)
     groups = server_groups(ids, baselines.scenarios, group_key(cases, args.server))
     total = sum(g.cost_s for g in groups)
