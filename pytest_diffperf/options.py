@@ -43,6 +43,10 @@ OPTIONS = (
     Option("--diffperf-json", "write one result row per measured request to this JSON file", is_path=True),
     Option("--diffperf-startup-timeout", "seconds to wait for a server to become ready", default="1200"),
     Option("--diffperf-request-timeout", "seconds per request when a case sets no timeout_s", default="600"),
+    Option("--diffperf-shard", "run only shard K of N (1-based, e.g. 2/4); shards are balanced server groups"),
+    Option("--diffperf-shard-id", "shard K (1-based), with --diffperf-num-shards N"),
+    Option("--diffperf-num-shards", "number of shards N, with --diffperf-shard-id K"),
+    Option("--diffperf-devices", "devices to split among xdist workers, e.g. 0,1,2,3 (default: *_VISIBLE_DEVICES)"),
 )
 
 
@@ -59,6 +63,10 @@ class Settings:
     diffperf_json: Path | None
     diffperf_startup_timeout: float
     diffperf_request_timeout: float
+    diffperf_shard: str | None
+    diffperf_shard_id: str | None
+    diffperf_num_shards: str | None
+    diffperf_devices: str | None
 
     @property
     def profile(self) -> str | None:

@@ -17,11 +17,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config):
+    if config.getoption("diffperf") or config.getini("diffperf"):
+        from .distribute import default_loadgroup
+
+        default_loadgroup(config)  # before xdist reads --dist
+    return (yield)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): pytest-xdist group (one server group per worker)")
     if not (config.getoption("diffperf") or config.getini("diffperf")):
         return
+    from .distribute import configure_xdist
     from .report import ResultsCollector
     from .session import DiffperfSession
 
@@ -30,6 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except DiffperfError as exc:
         raise pytest.UsageError(f"diffperf: {exc}") from None
     config.stash[SESSION_KEY] = ds
+    configure_xdist(config)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(ds.baselines.primary)]  # no paths given: run the scenarios, not the test files
     config.pluginmanager.register(ResultsCollector(ds.header(), ds.settings.diffperf_json), "diffperf-results")
@@ -51,9 +62,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep each server group's tests adjacent, groups in order of first appearance."""
-    if config.stash.get(SESSION_KEY, None) is None:
+    """This shard's tests only; each server group's tests adjacent, groups in order of first appearance."""
+    ds = config.stash.get(SESSION_KEY, None)
+    if ds is None:
         return
+    from .distribute import deselect_other_shards, skip_unfit
+
+    if ds.shard is not None:
+        deselect_other_shards(config, items, ds.shard)
+    skip_unfit(items, ds.devices)
     first: dict[object, int] = {}
     for index, item in enumerate(items):
         first.setdefault(getattr(item, "spec", None) or item.nodeid, index)
@@ -85,4 +102,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
     warnings = [f for f in lint_baselines(ds.baselines) if f.severity == "warning"]
     lint = f"diffperf: lint: {len(warnings)} warning(s) in the baseline files (see: diffperf lint FILE)"
-    return [f"diffperf: {k}={v}" for k, v in ds.header().items()] + [lint, f"diffperf: logs in {ds.workdir}"]
+    lines = [f"diffperf: {k}={v}" for k, v in ds.header().items()] + [lint, f"diffperf: logs in {ds.workdir}"]
+    if ds.shard is not None:
+        from .distribute import shard_header
+
+        lines.append(shard_header(ds.shard))
+    return lines

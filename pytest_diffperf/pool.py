@@ -29,7 +29,8 @@ class ServerPool:
     workdir: Path
     startup_timeout: float
     progress: Callable[[str], None] = lambda _msg: None
-    device_env: dict[str, str] = field(default_factory=dict)
+    device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}  # num_gpus -> devices to expose
+    ports: range | None = None  # None: any free port
     launches: list[Launch] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, str] = field(default_factory=dict)
@@ -56,8 +57,8 @@ class ServerPool:
         number = len(self.launches) + 1
         perf_dir = self.workdir / f"server-{number}"
         perf_dir.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        env = {**launcher.env(spec, perf_dir), **self.device_env}
+        port = free_port(ports=self.ports)
+        env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}
         server = ServerProcess(launcher.command(spec, port), env, perf_dir / "server.log", port)
         launch = Launch(spec.key, None, port, str(server.log_path))
         self.launches.append(launch)

@@ -6,6 +6,8 @@ printed on stdout, the environment variables that switch stage logging on, and t
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, Field
 
 # Environment read by the server.
@@ -74,9 +76,12 @@ class PerfRecord(BaseModel):
 
 
 def parse_load_marker(line: str) -> int | None:
-    """Return the monotonic ns from a load-marker line, or None if the line is not one."""
+    """Return the monotonic ns from a load-marker line, or None if the line is not one.
+
+    Only the leading digits count: another thread's log output may follow them on the same line.
+    """
     at = line.find(LOAD_MARKER)
     if at < 0:
         return None
-    digits = line[at + len(LOAD_MARKER) :].strip().split()[0:1]
-    return int(digits[0]) if digits and digits[0].isdigit() else None
+    digits = re.match(r"\s*(\d+)", line[at + len(LOAD_MARKER) :])
+    return int(digits[1]) if digits else None

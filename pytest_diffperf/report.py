@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -40,33 +41,13 @@ class ResultsCollector:
         elif report.skipped and report.nodeid not in self.results:
             self.results[report.nodeid] = ScenarioResult(props[SCENARIO_PROPERTY], "skipped")
 
-    def table(self) -> list[list[str]]:
-        rows = [["scenario", "e2e ms", "expected", "limit", "worst check", "verdict"]]
-        for result in self.results.values():
-            e2e = result.check("e2e") or {}
-            worst = result.worst()
-            worst_text = f"{worst['name']} {worst['actual'] / worst['limit']:.0%} of limit" if worst else "-"
-            rows.append(
-                [
-                    result.case,
-                    _num(e2e.get("actual")),
-                    _num(e2e.get("expected")),
-                    _num(e2e.get("limit")),
-                    worst_text,
-                    result.verdict.upper(),
-                ]
-            )
-        return rows
-
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
             return
         terminalreporter.section("diffperf summary")
-        rows = self.table()
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        for row in rows:
-            terminalreporter.write_line("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        for line in text_table(table(self.results.values())):
+            terminalreporter.write_line(line)
         if self.json_path:
             terminalreporter.write_line(f"diffperf results: {self.json_path}")
 
@@ -80,7 +61,7 @@ class ResultsCollector:
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             with open(summary, "a", encoding="utf-8") as out:
-                out.write(markdown(self.table(), self.header))
+                out.write(markdown(table(self.results.values()), self.header))
 
     def document(self) -> dict[str, Any]:
         return {
@@ -88,8 +69,35 @@ class ResultsCollector:
             **self.header,
             "rows": [row for r in self.results.values() for row in r.rows],
             "scenarios": [asdict(r) for r in self.results.values()],
-            "servers": list({r.server["pid"]: r.server for r in self.results.values() if r.server}.values()),
+            "servers": list(
+                {(r.server["pid"], r.server["port"]): r.server for r in self.results.values() if r.server}.values()
+            ),
         }
+
+
+def table(results: Iterable[ScenarioResult]) -> list[list[str]]:
+    """The summary table: a header row, then one row per scenario."""
+    rows = [["scenario", "e2e ms", "expected", "limit", "worst check", "verdict"]]
+    for result in results:
+        e2e = result.check("e2e") or {}
+        worst = result.worst()
+        worst_text = f"{worst['name']} {worst['actual'] / worst['limit']:.0%} of limit" if worst else "-"
+        rows.append(
+            [
+                result.case,
+                _num(e2e.get("actual")),
+                _num(e2e.get("expected")),
+                _num(e2e.get("limit")),
+                worst_text,
+                result.verdict.upper(),
+            ]
+        )
+    return rows
+
+
+def text_table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
 def markdown(table: list[list[str]], header: dict[str, Any]) -> str:

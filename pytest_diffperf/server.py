@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import os
+import random
 import socket
 import subprocess
 import threading
@@ -15,6 +16,7 @@ import psutil
 import requests
 
 from . import protocol
+from .devices import DEVICE_ENV_VARS
 
 FATAL_PATTERNS = ("Fatal Python error:", "Segmentation fault", "terminate called after throwing")
 TAIL_LINES = 200
@@ -25,10 +27,16 @@ class ServerError(Exception):
     """The server failed: did not start, died, hung or printed a fatal pattern. Carries the log tail."""
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+def free_port(host: str = "127.0.0.1", ports: range | None = None) -> int:
+    """A port nothing listens on: any (chosen by the OS), or one from ``ports`` (tried in random order)."""
+    for port in random.sample(ports, len(ports)) if ports else [0]:
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise ServerError(f"no free port on {host} in {ports.start}-{ports.stop - 1}")
 
 
 class ServerProcess:
@@ -107,7 +115,14 @@ class ServerProcess:
             self._reader.join(timeout=5)
 
     def info(self) -> dict[str, object]:
-        return {"pid": self.pid, "port": self.port, "load_ms": self.load_ms, "log": str(self.log_path)}
+        devices = {k: v for k, v in self.env.items() if k in DEVICE_ENV_VARS}
+        return {
+            "pid": self.pid,
+            "port": self.port,
+            "load_ms": self.load_ms,
+            "log": str(self.log_path),
+            "devices": devices,
+        }
 
     @property
     def pid(self) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,12 +11,15 @@ import pytest
 
 from .baselines import BaselineSet, load_baselines
 from .cases import Case, load_cases
+from .devices import DeviceShare
+from .distribute import shard_of, share_of
 from .errors import DiffperfError
 from .launchers import Launcher, ServerSpec, get_launcher
 from .limits import Preset, get_preset
 from .options import SESSION_KEY, Settings, read_settings
 from .platforms import FRAGMENT_PLATFORMS, FRAGMENTS, canonical_platform
 from .pool import ServerPool
+from .sharding import Shard, parse_shard
 
 
 @dataclass
@@ -27,6 +31,8 @@ class DiffperfSession:
     preset: Preset
     pool: ServerPool
     workdir: Path
+    devices: DeviceShare  # this process's devices and ports
+    shard: Shard | None = None  # run only this shard's scenarios
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
@@ -40,31 +46,26 @@ class DiffperfSession:
         if settings.profile:
             baselines.profile(settings.profile)  # an unknown profile fails now, not once per test
         cases = load_cases(settings.diffperf_cases) if settings.diffperf_cases else {}
+        shard = parse_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
+        devices = share_of(config, settings)
         workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
-        return cls(
+        ds = cls(
             settings=settings,
             baselines=baselines,
             cases=cases,
             launcher=get_launcher(settings.diffperf_server),
             preset=get_preset(settings.diffperf_preset),
-            pool=ServerPool(workdir, settings.diffperf_startup_timeout, progress),
+            pool=ServerPool(workdir, settings.diffperf_startup_timeout, progress, devices.env, devices.ports),
             workdir=workdir,
+            devices=devices,
         )
+        ds.shard = shard_of(ds, *shard) if shard else None
+        return ds
 
     def scenario_ids(self) -> list[str]:
-        """Baseline scenarios of this hardware in file order, then cases that have no baseline yet.
-
-        NPU/MUSA fragment scenarios run on their own platform only, and only they run there.
-        """
-        hardware = canonical_platform(self.settings.diffperf_hardware) if self.settings.diffperf_hardware else None
-        ids = [sid for sid in self.baselines.scenarios if self._fragment_of(sid) == _fragment(hardware)]
-        return ids + [cid for cid in self.cases if cid not in self.baselines.scenarios]
-
-    def _fragment_of(self, scenario_id: str) -> str | None:
-        source = self.baselines.source[scenario_id].as_posix()
-        return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS) if source.endswith("/" + rel)), None)
+        return select_scenarios(self.baselines, self.cases, self.settings.diffperf_hardware)
 
     def spec(self, scenario_id: str) -> ServerSpec | None:
         case = self.cases.get(scenario_id)
@@ -78,14 +79,27 @@ class DiffperfSession:
             "baselines": [str(p) for p in self.baselines.files],
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
             "launcher": self.launcher.name,
+            "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,
         }
 
     def close(self) -> None:
         self.pool.release()
 
 
-def _fragment(hardware: str | None) -> str | None:
-    return hardware if hardware in FRAGMENT_PLATFORMS else None
+def select_scenarios(baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None) -> list[str]:
+    """Baseline scenarios of this hardware in file order, then cases that have no baseline yet.
+
+    NPU/MUSA fragment scenarios run on their own platform only, and only they run there.
+    """
+    platform = canonical_platform(hardware) if hardware else None
+    wanted = platform if platform in FRAGMENT_PLATFORMS else None
+    ids = [sid for sid in baselines.scenarios if _fragment_of(baselines, sid) == wanted]
+    return ids + [cid for cid in cases if cid not in baselines.scenarios]
+
+
+def _fragment_of(baselines: BaselineSet, scenario_id: str) -> str | None:
+    source = baselines.source[scenario_id].as_posix()
+    return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS) if source.endswith("/" + rel)), None)
 
 
 def get_session(config: pytest.Config) -> DiffperfSession | None:

@@ -188,7 +188,7 @@ class RefServer:
         from .pipeline import StagedPipeline
 
         self.pipeline = StagedPipeline(self.spec, faults, self.memory)
-        print(f"{LOAD_MARKER}{time.monotonic_ns()}", flush=True)
+        print(f"{LOAD_MARKER}{time.monotonic_ns()}\n", end="", flush=True)  # one write: no other thread's output mid-line
         if self.config.warmup_mode == "server":
             self.state = "warming_up"
             params = self.spec.params(seed=self.config.default_seed, **self.config.warmup_params)

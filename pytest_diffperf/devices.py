@@ -1,0 +1,73 @@
+"""What one pytest process may use: a slice of the visible devices and, under xdist, its own ports.
+
+The device list is ``--diffperf-devices``, else the platform's visible-devices variable
+(``CUDA_VISIBLE_DEVICES``; ``ASCEND_RT_VISIBLE_DEVICES`` on NPU, ...); when neither is set,
+devices are not managed. Worker ``gwI`` of ``W`` gets the I-th of W equal contiguous slices and
+the I-th of W disjoint port ranges; a server gets the first ``num_gpus`` devices of its slice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import DiffperfError
+from .platforms import canonical_platform
+
+CUDA_ENV = "CUDA_VISIBLE_DEVICES"
+PLATFORM_ENV = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "musa": "MUSA_VISIBLE_DEVICES", "xpu_b60": "ZE_AFFINITY_MASK"}
+DEVICE_ENV_VARS = (CUDA_ENV, *PLATFORM_ENV.values())
+WORKER_PORTS = range(20000, 32000)  # below Linux's ephemeral range, split among xdist workers
+
+
+def device_env_var(hardware: str | None) -> str:
+    return PLATFORM_ENV.get(canonical_platform(hardware), CUDA_ENV) if hardware else CUDA_ENV
+
+
+def visible_devices(option: str | None, var: str, environ: Mapping[str, str] = os.environ) -> tuple[str, ...] | None:
+    """``--diffperf-devices`` or ``$var`` split on commas; None when neither is set (or empty)."""
+    text = option if option is not None else environ.get(var, "")
+    devices = tuple(d.strip() for d in text.split(",") if d.strip())
+    return devices or None
+
+
+@dataclass(frozen=True)
+class DeviceShare:
+    var: str
+    devices: tuple[str, ...] | None  # None: not managed
+    ports: range | None = None  # None: any free port
+    owner: str = "this run"
+
+    def env(self, num_gpus: int) -> dict[str, str]:
+        return {} if self.devices is None else {self.var: ",".join(self.devices[:num_gpus])}
+
+    def skip_reason(self, num_gpus: int) -> str | None:
+        if self.devices is None or num_gpus <= len(self.devices):
+            return None
+        return (
+            f"needs {num_gpus} devices (num_gpus) but {self.owner} has {len(self.devices)} "
+            f"({self.var}={','.join(self.devices)})"
+        )
+
+
+def device_share(devices: tuple[str, ...] | None, var: str, workers: int, worker_id: str | None) -> DeviceShare:
+    """The share of ``worker_id`` (``gwI``) of ``workers``; the whole list outside xdist workers.
+
+    ``workers`` > 0 without ``worker_id`` is the xdist controller: it checks there is a device per worker.
+    """
+    if worker_id is None:
+        if workers and devices is not None and len(devices) < workers:
+            raise DiffperfError(
+                f"{workers} xdist workers but {len(devices)} device(s) ({var}={','.join(devices)}): "
+                f"each worker needs its own; use -n {len(devices)} or fewer",
+                source="-n",
+            )
+        return DeviceShare(var, devices)
+    index = int(worker_id.removeprefix("gw"))
+    span = len(WORKER_PORTS) // workers
+    ports = range(WORKER_PORTS.start + index * span, WORKER_PORTS.start + (index + 1) * span)
+    if devices is not None:
+        size = len(devices) // workers
+        devices = devices[index * size : (index + 1) * size]
+    return DeviceShare(var, devices, ports, f"xdist worker {worker_id}")

@@ -1,0 +1,111 @@
+"""The bundled suite split as CI splits it: xdist workers with device slices, and shards merged.
+
+Tolerances are widened through SGLang's environment overrides: these tests compare where and how
+scenarios ran, not how fast (the machine is shared and two servers share two cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_diffperf.cli import main
+from pytest_diffperf.devices import WORKER_PORTS
+
+REPO = Path(__file__).resolve().parents[2]
+WIDE = {
+    var: "100"
+    for var in (
+        "SGLANG_E2E_TOLERANCE",
+        "SGLANG_STAGE_TIME_TOLERANCE",
+        "SGLANG_NON_DENOISE_STAGE_TIME_TOLERANCE",
+        "SGLANG_DENOISE_STEP_TOLERANCE",
+        "SGLANG_DENOISE_AGG_TOLERANCE",
+    )
+}
+GROUPS = {
+    "flux_tiny_t2i": "flux",
+    "flux_tiny_t2i_8steps": "flux",
+    "sd_tiny_t2i": "sd",
+    "sd_tiny_t2i_192": "sd",
+    "wan_tiny_t2v": "wan",
+}
+
+
+def bundled(json_path: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``pytest --diffperf=pr_test`` at the repository root, as a user types it."""
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--diffperf=pr_test",
+        f"--diffperf-json={json_path}",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        *flags,
+    ]
+    environ = {**os.environ, **WIDE, **(env or {})}
+    return subprocess.Popen(command, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(proc: subprocess.Popen) -> str:
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    return out
+
+
+def verdicts(doc: dict) -> list[tuple[str, str]]:
+    return sorted((s["case"], s["verdict"]) for s in doc["scenarios"])
+
+
+@pytest.fixture(scope="module")
+def xdist_run(tmp_path_factory) -> tuple[dict, str]:
+    """The bundled suite unsharded, on 2 xdist workers, with 4 fake visible devices."""
+    path = tmp_path_factory.mktemp("xdist") / "results.json"
+    out = finish(bundled(path, "-n", "2", env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"}))
+    return json.loads(path.read_text()), out
+
+
+def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run):
+    doc, out = xdist_run
+    workers = {m[2]: m[1] for m in re.finditer(r"\[(gw\d)\] \[ *\d+%\] PASSED \S+::(\w+)@", out)}
+    assert sorted(workers) == sorted(GROUPS), out  # every scenario passed, with its server group as xdist group
+    by_group: dict[str, set] = {}
+    for s in doc["scenarios"]:
+        by_group.setdefault(GROUPS[s["case"]], set()).add((workers[s["case"]], s["server"]["pid"], s["server"]["port"]))
+    assert all(len(runs) == 1 for runs in by_group.values()), by_group  # one worker, one server per group
+    slices = {"gw0": ("0", range(WORKER_PORTS.start, 26000)), "gw1": ("2", range(26000, WORKER_PORTS.stop))}
+    for s in doc["scenarios"]:  # the first device of its worker's slice (0,1 | 2,3), a port of its worker's range
+        device, ports = slices[workers[s["case"]]]
+        assert s["server"]["devices"] == {"CUDA_VISIBLE_DEVICES": device} and s["server"]["port"] in ports, s
+    assert len({s["port"] for s in doc["servers"]}) == len(doc["servers"]) == 3
+    assert set(workers.values()) == {"gw0", "gw1"}
+
+
+def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
+    shards = [bundled(tmp_path / f"results-{k}.json", f"--diffperf-shard={k}/2") for k in (1, 2)]  # two CI jobs
+    outputs = [finish(proc) for proc in shards]
+    assert "diffperf: shard 1/2: 2 scenario(s), 1 server start(s)" in outputs[0]
+    assert "diffperf: shard 2/2: 3 scenario(s), 2 server start(s)" in outputs[1]
+    files = [str(tmp_path / f"results-{k}.json") for k in (1, 2)]
+    plan = [sys.executable, "-m", "pytest_diffperf.cli", "plan", "data/perf_baselines/cpu.json", "--shards", "2"]
+    plan += ["--cases", "data/cases.json", "--hardware", "cpu", "--server", "reference"]
+    matrix = json.loads(subprocess.run(plan, cwd=REPO, check=True, capture_output=True, text=True).stdout)
+    for entry, path in zip(matrix["include"], files):  # the jobs ran what the plan says
+        assert [s["case"] for s in json.loads(Path(path).read_text())["scenarios"]] == entry["scenarios"]
+    merged_path = tmp_path / "merged.json"
+    assert (
+        main(["merge", *files, "-o", str(merged_path), "--expect-all", str(REPO / "data/perf_baselines/cpu.json")]) == 0
+    )
+    assert "diffperf merge: 2 file(s), 5 scenarios: 5 pass" in capsys.readouterr().out
+    merged, unsharded = json.loads(merged_path.read_text()), xdist_run[0]
+    assert verdicts(merged) == verdicts(unsharded)
+    assert sorted(r["case"] for r in merged["rows"]) == sorted(r["case"] for r in unsharded["rows"])
+    assert len(merged["servers"]) == 3

@@ -1,0 +1,139 @@
+"""`diffperf merge`: results files combined, one summary, coverage check, and every input error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_diffperf.cli import main
+
+HEADER = {"version": 1, "profile": "pr_test", "preset": "sglang", "hardware": "cpu", "launcher": "reference"}
+BASELINE = Path(__file__).resolve().parents[2] / "data" / "perf_baselines" / "cpu.json"
+
+
+def result(case: str, verdict: str = "pass", message: str = "", port: int = 20001) -> dict:
+    e2e = {"name": "e2e", "kind": "e2e", "actual": 500.0, "expected": 511.71, "limit": 1279.27, "rel": 1.5, "pad": 20}
+    server = {"pid": 100 + port, "port": port, "load_ms": 7000.0, "log": "server.log", "devices": {}}
+    checks = [e2e | {"verdict": verdict}] if verdict in ("pass", "fail") else []
+    return {"case": case, "verdict": verdict, "rows": [], "checks": checks, "message": message, "server": server}
+
+
+def doc(*scenarios: dict, shard: str = "1/2", **header) -> dict:
+    rows = [{"case": s["case"], "request": 0, "e2e_ms": 500.0} for s in scenarios if s["verdict"] == "pass"]
+    servers = [s["server"] for s in scenarios]
+    return (
+        HEADER
+        | {"shard": shard, "baselines": ["x.json"]}
+        | header
+        | {"rows": rows, "scenarios": list(scenarios), "servers": servers}
+    )
+
+
+@pytest.fixture
+def files(tmp_path):
+    def write(*docs: dict | str) -> list[str]:
+        paths = []
+        for i, d in enumerate(docs, 1):
+            path = tmp_path / f"results-{i}.json"
+            path.write_text(d if isinstance(d, str) else json.dumps(d))
+            paths.append(str(path))
+        return paths
+
+    return write
+
+
+def test_merges_rows_scenarios_servers_and_any_other_record_list(files, tmp_path, capsys, monkeypatch):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    first = doc(result("flux_tiny_t2i"), result("wan_tiny_t2v", port=20002)) | {"regen": [{"case": "flux_tiny_t2i"}]}
+    second = doc(result("sd_tiny_t2i", port=26001), shard="2/2") | {"regen": [{"case": "sd_tiny_t2i"}]}
+    out = tmp_path / "out" / "merged.json"
+    assert main(["merge", *files(first, second), "-o", str(out), "--markdown", str(tmp_path / "m.md")]) == 0
+    merged = json.loads(out.read_text())
+    assert [s["case"] for s in merged["scenarios"]] == ["flux_tiny_t2i", "wan_tiny_t2v", "sd_tiny_t2i"]
+    assert [r["case"] for r in merged["rows"]] == ["flux_tiny_t2i", "wan_tiny_t2v", "sd_tiny_t2i"]
+    assert [s["port"] for s in merged["servers"]] == [20001, 20002, 26001]
+    assert merged["regen"] == [{"case": "flux_tiny_t2i"}, {"case": "sd_tiny_t2i"}]
+    assert merged["baselines"] == ["x.json"] and merged["shard"] is None and len(merged["merged_from"]) == 2
+    text = capsys.readouterr().out.splitlines()
+    assert text[0] == "diffperf merge: 2 file(s), 3 scenarios: 3 pass"
+    assert text[1].split() == ["scenario", "e2e", "ms", "expected", "limit", "worst", "check", "verdict"]
+    assert text[2].split() == ["flux_tiny_t2i", "500.00", "511.71", "1279.27", "e2e", "39%", "of", "limit", "PASS"]
+    markdown = (tmp_path / "m.md").read_text()
+    assert markdown == summary.read_text()
+    assert "| flux_tiny_t2i | 500.00 | 511.71 | 1279.27 | e2e 39% of limit | PASS |" in markdown
+    assert "3 scenarios: 3 pass" in markdown
+
+
+def test_errors_and_failures_are_counted_and_fail_the_merge(files, capsys):
+    failing = doc(
+        result("flux_tiny_t2i", "fail", "e2e over its limit"),
+        result("sd_tiny_t2i", "error", "server x exited with code 1\nlog tail"),
+    )
+    assert main(["merge", *files(failing, doc(result("wan_tiny_t2v", "skipped"), shard="2/2"))]) == 1
+    out = capsys.readouterr().out
+    assert "3 scenarios: 1 skipped, 1 fail, 1 error" in out
+    assert "ERROR sd_tiny_t2i: server x exited with code 1" in out and "FAIL flux_tiny_t2i: e2e over its limit" in out
+
+
+def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path):
+    paths = files(doc(result("flux_tiny_t2i"), result("sd_tiny_t2i")))
+    summary = tmp_path / "m.md"
+    assert main(["merge", *paths, "--expect-all", str(BASELINE), "--hardware", "cpu", "--markdown", str(summary)]) == 1
+    out = capsys.readouterr().out
+    assert f"3 scenario(s) of {BASELINE} ran in no shard: flux_tiny_t2i_8steps, sd_tiny_t2i_192, wan_tiny_t2v" in out
+    assert (
+        "**3 scenario(s) ran in no shard:** flux_tiny_t2i_8steps, sd_tiny_t2i_192, wan_tiny_t2v" in summary.read_text()
+    )
+    complete = files(
+        doc(
+            *(
+                result(s)
+                for s in ("flux_tiny_t2i", "flux_tiny_t2i_8steps", "sd_tiny_t2i", "sd_tiny_t2i_192", "wan_tiny_t2v")
+            )
+        )
+    )
+    assert main(["merge", *complete, "--expect-all", str(BASELINE)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (
+            [doc(result("a")), doc(result("a"), shard="2/2")],
+            "results-2.json: scenario 'a' is also in {tmp}/results-1.json",
+        ),
+        (
+            [doc(result("a")), doc(result("b"), profile="long_term")],
+            "results-2.json: profile: profile is 'long_term' here but 'pr_test' in {tmp}/results-1.json",
+        ),
+        (
+            [doc(result("a")), doc(result("b"), hardware="h100")],
+            "results-2.json: hardware: hardware is 'h100' here but 'cpu'",
+        ),
+        (
+            ["{not json"],
+            "results-1.json: invalid JSON: Expecting property name enclosed in double quotes at line 1, column 2",
+        ),
+        (["[]"], "results-1.json: expected a JSON object at the top level, got a list"),
+        ([{"rows": []}], "results-1.json: version: not a diffperf results file of version 1 (found version None)"),
+        ([HEADER | {"scenarios": {}}], "results-1.json: scenarios: expected a list of scenario results, got an object"),
+        (
+            [HEADER | {"scenarios": [{"case": "a"}]}],
+            "results-1.json: scenarios.0: expected an object with a case and a verdict",
+        ),
+    ],
+)
+def test_bad_inputs_are_clear_errors(files, tmp_path, capsys, inputs, message):
+    assert main(["merge", *files(*inputs)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("diffperf merge: error: ") and message.format(tmp=tmp_path) in err, err
+
+
+def test_missing_file_and_misused_options(tmp_path, capsys):
+    assert main(["merge", str(tmp_path / "results-*.json")]) == 2
+    assert capsys.readouterr().err.strip() == f"diffperf merge: error: {tmp_path}/results-*.json: file not found"
+    assert main(["merge", str(tmp_path / "x.json"), "--hardware", "cpu"]) == 2
+    assert capsys.readouterr().err.strip() == "diffperf merge: error: --hardware: only applies with --expect-all"
