@@ -7,6 +7,7 @@ call ``register_launcher``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import sys
@@ -35,8 +36,11 @@ class ServerSpec:
 
     @property
     def key(self) -> str:
-        env = ",".join(f"{k}={v}" for k, v in self.extra_env)
-        return " ".join(p for p in (self.launcher, self.model, f"gpus={self.num_gpus}", self.serve_args, env) if p)
+        """A short id without spaces (an xdist group name): launcher, model, GPUs, and a hash of the rest."""
+        key = f"{self.launcher}:{self.model}:{self.num_gpus}gpu"
+        if self.serve_args or self.extra_env:
+            key += ":" + hashlib.sha256(repr((self.serve_args, self.extra_env)).encode()).hexdigest()[:8]
+        return key
 
 
 class Launcher:
