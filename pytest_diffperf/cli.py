@@ -12,7 +12,7 @@ import sys
 
 from .errors import DiffperfError
 
-SUBCOMMANDS: tuple[str, ...] = ("lint", "show")
+SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "compare")
 
 
 def build_parser() -> argparse.ArgumentParser:
