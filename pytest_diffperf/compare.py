@@ -67,7 +67,8 @@ def plan(
     runs, left_out = [], []
     for launcher in launchers:
         for case in cases:
-            if _runs_on(case, launcher):
+            listed = list(case.frameworks) or [DEFAULT_FRAMEWORK]
+            if launcher.name in listed or (frameworks and launcher.sglang_args and DEFAULT_FRAMEWORK in listed):
                 runs.append(Run(case, launcher))
             elif frameworks:
                 left_out.append(f"{case.id} ({launcher.name}): the case has no {launcher.name!r} entry")
@@ -91,12 +92,6 @@ def _launcher(name: str, source: str, key: str | None) -> Launcher:
         return get_launcher(name)
     except DiffperfError as exc:
         raise DiffperfError(f"{exc} (frameworks: see docs/compare.md)", source=source, key=key) from None
-
-
-def _runs_on(case: Case, launcher: Launcher) -> bool:
-    if launcher.name in case.frameworks:
-        return True
-    return launcher.sglang_args and (not case.frameworks or DEFAULT_FRAMEWORK in case.frameworks)
 
 
 def run_all(

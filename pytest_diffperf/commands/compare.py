@@ -113,7 +113,7 @@ def _compare(args: argparse.Namespace) -> int:
     try:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.log_dir.mkdir(parents=True, exist_ok=True)
-        log_dir = Path(tempfile.mkdtemp(prefix=started.strftime("%Y%m%dT%H%M%SZ-"), dir=args.log_dir))
+        log_dir = Path(tempfile.mkdtemp(prefix=started.strftime("%Y%m%dT%H%M%SZ-"), dir=args.log_dir)).resolve()
     except OSError as exc:
         raise DiffperfError(f"cannot create: {exc.strerror}", source=str(exc.filename or args.log_dir)) from None
     print(f"{len(runs)} run(s) of 1 warmup + {repeats} measured request(s); server logs in {log_dir}", flush=True)
