@@ -7,6 +7,7 @@ comparison goes on with the next case.
 
 from __future__ import annotations
 
+import difflib
 import os
 import statistics
 import subprocess
@@ -27,6 +28,7 @@ from .runner import Sample, measure
 from .server import ServerError, headline
 
 DEFAULT_FRAMEWORK = "sglang"
+KNOWN_SHOWN = 10  # case ids listed when an unknown one has no close match
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,9 @@ def plan(
         launchers = [_launcher(name, "--frameworks", None) for name in dict.fromkeys(frameworks)]
     else:
         found: dict[str, Launcher] = {}
+        selected = {case.id for case in cases}
         for index, case in enumerate(case_file.cases):
-            for name in (case.frameworks or [DEFAULT_FRAMEWORK]) if case in cases else ():
+            for name in (case.frameworks or [DEFAULT_FRAMEWORK]) if case.id in selected else ():
                 if name not in found:
                     found[name] = _launcher(name, str(source), f"cases.{index}.frameworks.{name}")
         launchers = list(found.values())
@@ -81,8 +84,11 @@ def _select(case_file: CaseFile, source: Path, case_ids: Sequence[str] | None) -
     known = {case.id for case in case_file.cases}
     for case_id in case_ids or []:
         if case_id not in known:
-            close = sorted(k for k in known if k.startswith(case_id))[:5]
-            hint = f"; did you mean: {', '.join(close)}" if close else f"; known: {', '.join(sorted(known))}"
+            close = sorted(k for k in known if k.startswith(case_id))[:5] or difflib.get_close_matches(
+                case_id, sorted(known)
+            )
+            listed = sorted(known)[:KNOWN_SHOWN] + ([f"... ({len(known)} in all)"] if len(known) > KNOWN_SHOWN else [])
+            hint = f"; did you mean: {', '.join(close)}" if close else f"; known: {', '.join(listed)}"
             raise DiffperfError(f"no case {case_id!r} (--case-ids){hint}", source=str(source), key="cases")
     return [case for case in case_file.cases if not case_ids or case.id in case_ids]
 

@@ -162,3 +162,11 @@ def test_a_damaged_history_fails_before_anything_runs(tmp_path):
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == "diffperf compare: error: history.jsonl:2: invalid JSON: Expecting value at column 1\n"
     assert not (tmp_path / "comparison-logs").exists() and not (tmp_path / "comparison-results.json").exists()
+
+
+def test_a_long_case_list_is_cut_and_a_typo_gets_a_close_match(tmp_path):
+    write_cases(tmp_path / "cases.json", [tiny_case(f"case_{n:02d}") for n in range(12)])
+    proc = compare("--config", "cases.json", "--case-ids", "zz", cwd=tmp_path)
+    assert proc.stderr.endswith("no case 'zz' (--case-ids); known: " + ", ".join(f"case_{n:02d}" for n in range(10)) + ", ... (12 in all)\n")  # fmt: skip
+    proc = compare("--config", "cases.json", "--case-ids", "cas_03", cwd=tmp_path)
+    assert "no case 'cas_03' (--case-ids); did you mean: case_03, " in proc.stderr
