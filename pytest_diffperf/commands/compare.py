@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 import tempfile
@@ -66,7 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="S",
         help="seconds for a server to become ready (default: %(default)g)",
     )
-    parser.add_argument("--request-timeout", type=_positive(float), default=600.0, metavar="S", help="seconds per request when a case sets no timeout_s (default: %(default)g)")  # fmt: skip
+    parser.add_argument(
+        "--request-timeout",
+        type=_positive(float),
+        default=600.0,
+        metavar="S",
+        help="seconds per request when a case sets no timeout_s (default: %(default)g)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -78,7 +85,7 @@ def _positive(kind: type):
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or value <= 0:
+        if value is None or not 0 < value < math.inf:
             raise argparse.ArgumentTypeError(f"expected a positive {noun}, got {text!r}")
         return value
 
@@ -109,6 +116,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_dry_run(runs, repeats, args.log_dir)
         return 0
+    if args.output.is_dir():
+        raise DiffperfError("is a folder; expected a file name", source=str(args.output))
     started = datetime.now(timezone.utc)
     try:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -34,11 +34,12 @@ def test_dry_run_prints_commands_and_requests_and_starts_nothing(tmp_path, capsy
     write_cases(tmp_path / "cases.json", cases)
     out_file, logs = tmp_path / "out.json", tmp_path / "logs"
     argv = ["--config", str(tmp_path / "cases.json"), "--output", str(out_file), "--log-dir", str(logs)]
+    children = {p.pid for p in psutil.Process().children(recursive=True)}  # other tests' servers may run
     code = compare_here(*argv, "--frameworks", "marker", "reference", "--dry-run")
     out = capsys.readouterr().out
     assert code == 0
     assert not marker.exists() and not out_file.exists() and not logs.exists()
-    assert not psutil.Process().children(recursive=True)
+    assert {p.pid for p in psutil.Process().children(recursive=True)} == children
     assert "dry run: 6 run(s) of 1 warmup + 3 measured request(s); nothing is started" in out
     blocks = out.split("\n\n")[1:]
     assert [b.splitlines()[0] for b in blocks] == [
@@ -128,7 +129,10 @@ BAD_ARGUMENTS = [
     (["--measurement-repeats", "0"], "argument --measurement-repeats: expected a positive integer, got '0'"),
     (["--measurement-repeats", "two"], "argument --measurement-repeats: expected a positive integer, got 'two'"),
     (["--startup-timeout", "-5"], "argument --startup-timeout: expected a positive number, got '-5'"),
+    (["--startup-timeout", "nan"], "argument --startup-timeout: expected a positive number, got 'nan'"),
     (["--report", "nowhere.jsonl"], "nowhere.jsonl: file not found"),
+    (["--output", "."], ".: is a folder; expected a file name"),
+    (["--log-dir", "cases.json"], "cases.json: cannot create: File exists"),
 ]
 
 
