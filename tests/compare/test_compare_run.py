@@ -160,7 +160,7 @@ def test_history_has_both_runs_and_the_report_shows_the_trend(folder, healthy, f
 
 def test_a_hung_server_is_replaced_before_the_next_case(tmp_path):
     # One server group; the 4th request hangs: h1 = requests 1-2, h2 = 3-4 (hangs), h3 needs a fresh server.
-    cases = [tiny_case(case_id, "--inject-hang-on-request 4", timeout_s=5) for case_id in ("h1", "h2", "h3")]
+    cases = [tiny_case(case_id, "--inject-hang-on-request 4", timeout_s=8) for case_id in ("h1", "h2", "h3")]
     write_cases(tmp_path / "cases.json", cases)
     proc = compare(
         "--config", "cases.json", "--frameworks", "reference", "--measurement-repeats", "1", "--log-dir", "logs",
@@ -169,7 +169,7 @@ def test_a_hung_server_is_replaced_before_the_next_case(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     errors = [r["error"] for r in json.loads((tmp_path / "comparison-results.json").read_text())["results"]]
     assert errors[0] is None and errors[2] is None
-    assert errors[1].startswith("server http://127.0.0.1:") and "did not answer request 1 within 5 s" in errors[1]
+    assert errors[1].startswith("server http://127.0.0.1:") and "did not answer request 1 within 8 s" in errors[1]
     assert "1 case(s) had errors:" in proc.stdout
     (run,) = (tmp_path / "logs").iterdir()
     assert sorted(p.name for p in run.iterdir()) == ["server-1", "server-2"]
