@@ -75,12 +75,17 @@ class CaseFile(BaseModel):
     cases: list[Case]
 
 
+def load_case_file(path: Path) -> CaseFile:
+    """Read and validate a case file (case ids must be unique)."""
+    parsed = validate(CaseFile, read_json_object(path), path, "")
+    seen: set[str] = set()
+    for index, case in enumerate(parsed.cases):
+        if case.id in seen:
+            raise DiffperfError(f"duplicate case id {case.id!r}", source=str(path), key=f"cases.{index}.id")
+        seen.add(case.id)
+    return parsed
+
+
 def load_cases(path: Path) -> dict[str, Case]:
     """Read and validate a case file; returns cases by id, in file order."""
-    parsed = validate(CaseFile, read_json_object(path), path, "")
-    cases: dict[str, Case] = {}
-    for index, case in enumerate(parsed.cases):
-        if case.id in cases:
-            raise DiffperfError(f"duplicate case id {case.id!r}", source=str(path), key=f"cases.{index}.id")
-        cases[case.id] = case
-    return cases
+    return {case.id: case for case in load_case_file(path).cases}

@@ -12,7 +12,7 @@ import sys
 
 from .errors import DiffperfError
 
-SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge")
+SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "compare")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -55,6 +55,13 @@ def request_body(case: Case) -> dict[str, Any]:
     return body
 
 
+def endpoint(case: Case) -> str:
+    """The path a request for ``case`` is posted to."""
+    if case.is_video:
+        return protocol.VIDEOS_PATH
+    return "/v1/images/edits" if case.task == "image-edit" else protocol.IMAGES_PATH
+
+
 def generate(base_url: str, case: Case, timeout: float) -> Output:
     deadline = time.monotonic() + timeout
     output = _video(base_url, case, deadline) if case.is_video else _image(base_url, case, deadline)
@@ -84,8 +91,7 @@ def _json(resp: requests.Response, url: str) -> dict[str, Any]:
 
 
 def _image(base_url: str, case: Case, deadline: float) -> Output:
-    path = "/v1/images/edits" if case.task == "image-edit" else protocol.IMAGES_PATH
-    reply = _post(base_url + path, request_body(case), case, deadline)
+    reply = _post(base_url + endpoint(case), request_body(case), case, deadline)
     try:
         data = base64.b64decode(reply["data"][0]["b64_json"])
         request_id = str(reply["id"])
@@ -96,7 +102,7 @@ def _image(base_url: str, case: Case, deadline: float) -> Output:
 
 
 def _video(base_url: str, case: Case, deadline: float) -> Output:
-    url = base_url + protocol.VIDEOS_PATH
+    url = base_url + endpoint(case)
     job = _post(url, request_body(case), case, deadline)
     if "id" not in job:
         raise RequestError(f"video response lacks an id: {str(job)[:300]}")

@@ -2,16 +2,19 @@
 
 A launcher is a command builder plus a request adapter. ``sglang`` and ``reference`` (the bundled
 CPU server) share SGLang's command line and HTTP API; other frameworks subclass ``Launcher`` and
-call ``register_launcher``.
+call ``register_launcher``, or are declared in the ``pytest_diffperf.launchers`` entry-point group
+(see docs/compare.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from . import client, protocol
@@ -47,6 +50,8 @@ class Launcher:
     """SGLang's ``sglang serve`` command line and OpenAI-style HTTP API."""
 
     name = "sglang"
+    sglang_args = True  # takes SGLang's serve args: a case's "sglang" entry serves it when it has none of its own
+    writes_perf_log = True  # the server writes SGLang's performance.log to $SGLANG_PERF_LOG_DIR
 
     def program(self) -> list[str]:
         return ["sglang"]
@@ -73,6 +78,11 @@ class Launcher:
         """Send one generation request for ``case``; returns the response id and the media."""
         return client.generate(base_url, case, timeout)
 
+    def preview(self, case: Case) -> str:
+        """What ``request`` sends for ``case``, as one line of text (for ``diffperf compare --dry-run``)."""
+        image = f" (multipart, with {case.reference_image})" if isinstance(case.reference_image, str) else ""
+        return f"POST {client.endpoint(case)} {json.dumps(client.request_body(case))}{image}"
+
 
 class ReferenceLauncher(Launcher):
     """The bundled CPU reference server, started with the same flags as ``sglang serve``."""
@@ -84,6 +94,7 @@ class ReferenceLauncher(Launcher):
 
 
 LAUNCHERS: dict[str, Launcher] = {}
+ENTRY_POINT_GROUP = "pytest_diffperf.launchers"
 
 
 def register_launcher(launcher: Launcher) -> None:
@@ -91,10 +102,30 @@ def register_launcher(launcher: Launcher) -> None:
 
 
 def get_launcher(name: str) -> Launcher:
+    """A registered launcher, else the one an installed package declares under ``name`` in the entry-point group."""
+    if name not in LAUNCHERS:
+        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
+            register_launcher(_load(entry))
     try:
         return LAUNCHERS[name]
     except KeyError:
-        raise DiffperfError(f"unknown launcher {name!r}; known: {', '.join(sorted(LAUNCHERS))}") from None
+        known = sorted({*LAUNCHERS, *metadata.entry_points(group=ENTRY_POINT_GROUP).names})
+        raise DiffperfError(f"unknown launcher {name!r}; known: {', '.join(known)}") from None
+
+
+def _load(entry: metadata.EntryPoint) -> Launcher:
+    """The launcher of an entry point (a ``Launcher`` subclass or instance named like the entry point)."""
+    where = f"entry point {entry.name} = {entry.value} ({ENTRY_POINT_GROUP})"
+    try:
+        found = entry.load()
+    except Exception as exc:  # noqa: BLE001 (any import-time failure of a third-party module)
+        raise DiffperfError(f"cannot load: {type(exc).__name__}: {exc}", source=where) from None
+    launcher = found() if isinstance(found, type) and issubclass(found, Launcher) else found
+    if not isinstance(launcher, Launcher):
+        raise DiffperfError(f"expected a Launcher subclass or instance, got {found!r}", source=where)
+    if launcher.name != entry.name:
+        raise DiffperfError(f"the launcher is named {launcher.name!r}, the entry point {entry.name!r}", source=where)
+    return launcher
 
 
 register_launcher(Launcher())

@@ -24,11 +24,11 @@ EXIT_SETTLE_S = 2.0
 
 @dataclass(frozen=True)
 class Sample:
-    """One measured request: what came back, the server's own record, and the client-side time."""
+    """One measured request: what came back, the server's own record (None when missing), and the client-side time."""
 
     index: int
     output: Output
-    record: protocol.PerfRecord
+    record: protocol.PerfRecord | None
     client_ms: float
 
 
@@ -59,8 +59,19 @@ def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: 
             raise ServerError(server.describe(f"did not answer {what} within {timeout:.0f} s"))
 
 
-def measure(server: ServerProcess, launcher: Launcher, case: Case, timeout: float) -> list[Sample]:
-    """``perf_warmup_requests`` unchecked requests, then ``perf_repeat_requests`` measured ones."""
+def measure(
+    server: ServerProcess,
+    launcher: Launcher,
+    case: Case,
+    timeout: float,
+    on_missing_record: Callable[[int, str], None] | None = None,
+) -> list[Sample]:
+    """``perf_warmup_requests`` unchecked requests, then ``perf_repeat_requests`` measured ones.
+
+    Each measured request's perf record is awaited when the launcher writes a perf log. A missing
+    (or malformed) record raises ``RequestError``; given ``on_missing_record``, it is reported to it
+    as (request index, message) instead, and the sample's record is None.
+    """
     for n in range(case.perf_warmup_requests):
         watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"warmup request {n + 1}")
     samples = []
@@ -70,11 +81,18 @@ def measure(server: ServerProcess, launcher: Launcher, case: Case, timeout: floa
             server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"request {index + 1}"
         )
         client_ms = (time.perf_counter() - started) * 1000
-        record = watched(
-            server,
-            lambda: perflog.wait_for_record(server.perf_log, output.request_id, PERF_RECORD_TIMEOUT_S),
-            PERF_RECORD_TIMEOUT_S + 5,
-            f"the perf record of request {index + 1}",
-        )
+        record = None
+        if launcher.writes_perf_log:
+            try:
+                record = watched(
+                    server,
+                    lambda: perflog.wait_for_record(server.perf_log, output.request_id, PERF_RECORD_TIMEOUT_S),
+                    PERF_RECORD_TIMEOUT_S + 5,
+                    f"the perf record of request {index + 1}",
+                )
+            except RequestError as exc:
+                if on_missing_record is None:
+                    raise
+                on_missing_record(index, str(exc))
         samples.append(Sample(index, output, record, client_ms))
     return samples

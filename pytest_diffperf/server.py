@@ -153,6 +153,18 @@ class ServerProcess:
         return f"server {self.base_url} {problem}\ncommand: {' '.join(self.command)}\n{self.log_section()}"
 
 
+def headline(message: str, last_log_line: bool = False) -> str:
+    """The problem of a ``describe`` message on one line, without the command and the log tail.
+
+    With ``last_log_line``, the last non-empty line of the tail is appended (why a server died).
+    """
+    problem, _, rest = message.partition("\ncommand: ")
+    text = " ".join(problem.split())
+    tail = [line.strip() for line in rest.partition(f"--- last {TAIL_LINES} lines ---\n")[2].splitlines()]
+    tail = [line for line in tail if line]
+    return f"{text}; last log line: {tail[-1]}" if last_log_line and tail else text
+
+
 def kill_tree(pid: int, grace: float = 5.0) -> None:
     try:
         parent = psutil.Process(pid)

@@ -48,6 +48,10 @@ class DiffperfSession:
         cases = load_cases(settings.diffperf_cases) if settings.diffperf_cases else {}
         shard = parse_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
         devices = share_of(config, settings)
+        launcher = get_launcher(settings.diffperf_server)
+        if not launcher.writes_perf_log:
+            message = f"launcher {launcher.name!r} writes no perf log, which the checks need"
+            raise DiffperfError(message, source="--diffperf-server")
         workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
@@ -55,7 +59,7 @@ class DiffperfSession:
             settings=settings,
             baselines=baselines,
             cases=cases,
-            launcher=get_launcher(settings.diffperf_server),
+            launcher=launcher,
             preset=get_preset(settings.diffperf_preset),
             pool=ServerPool(workdir, settings.diffperf_startup_timeout, progress, devices.env, devices.ports),
             workdir=workdir,

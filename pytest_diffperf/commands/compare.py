@@ -1,0 +1,211 @@
+"""`diffperf compare --config CASES.json`: the serving comparison; `--report FILE.jsonl`: its trend."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import history
+from ..cases import load_case_file
+from ..compare import Run, document, plan, run_all
+from ..errors import DiffperfError
+from ..limits import format_table
+from ..pool import ServerPool
+
+DRY_RUN_PORT = 30000
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="run every case on every framework and report median latencies",
+        description="For each case x framework: start the server, send one warmup and N measured requests, "
+        "and record the client-side latencies with the server's own perf records. Exit status 1 when any "
+        "case had an error (all cases still run), 2 on a bad file or argument.",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="CASES.json",
+        help="the case file (SGLang's comparison_configs.json or a superset)",
+    )
+    parser.add_argument("--case-ids", nargs="+", metavar="ID", help="run only these cases")
+    parser.add_argument(
+        "--frameworks", nargs="+", metavar="NAME", help="run these frameworks (default: those each case lists)"
+    )
+    parser.add_argument(
+        "--measurement-repeats",
+        type=_positive(int),
+        metavar="N",
+        help="measured requests per case (default: the file's measurement_repeats)",
+    )
+    parser.add_argument(
+        "--output", type=Path, default=Path("comparison-results.json"), help="results file (default: %(default)s)"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the server commands and requests; start nothing")
+    parser.add_argument("--history", type=Path, metavar="FILE.jsonl", help="append the results to this history file")
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE.jsonl", help="print each case's trend in this history file"
+    )
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        default=Path("comparison-logs"),
+        help="server logs go in a new folder here (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--startup-timeout",
+        type=_positive(float),
+        default=1200.0,
+        metavar="S",
+        help="seconds for a server to become ready (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=_positive(float),
+        default=600.0,
+        metavar="S",
+        help="seconds per request when a case sets no timeout_s (default: %(default)g)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _positive(kind: type):
+    noun = {int: "integer", float: "number"}[kind]
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"expected a positive {noun}, got {text!r}")
+        return value
+
+    return parse
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.config is None and args.report is None:
+        raise DiffperfError("give --config CASES.json to run, or --report FILE.jsonl to print a trend")
+    code = 0
+    if args.config is not None:
+        if args.history is not None and args.history.exists():
+            history.read(args.history)  # a damaged history fails now, not after the run
+        if args.report is not None and args.report != args.history:
+            history.read(args.report)
+        code = _compare(args)
+    if args.report is not None:
+        print_report(args.report)
+    return code
+
+
+def _compare(args: argparse.Namespace) -> int:
+    case_file = load_case_file(args.config)
+    runs, left_out = plan(case_file, args.config, args.case_ids, args.frameworks)
+    repeats = args.measurement_repeats or case_file.measurement_repeats
+    for note in left_out:
+        print(f"not run: {note}")
+    if args.dry_run:
+        print_dry_run(runs, repeats, args.log_dir)
+        return 0
+    if args.output.is_dir():
+        raise DiffperfError("is a folder; expected a file name", source=str(args.output))
+    started = datetime.now(timezone.utc)
+    try:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.log_dir.mkdir(parents=True, exist_ok=True)
+        log_dir = Path(tempfile.mkdtemp(prefix=started.strftime("%Y%m%dT%H%M%SZ-"), dir=args.log_dir)).resolve()
+    except OSError as exc:
+        raise DiffperfError(f"cannot create: {exc.strerror}", source=str(exc.filename or args.log_dir)) from None
+    print(f"{len(runs)} run(s) of 1 warmup + {repeats} measured request(s); server logs in {log_dir}", flush=True)
+    pool = ServerPool(log_dir, args.startup_timeout, _say)
+    results = run_all(runs, pool, repeats, args.request_timeout, _say, _warn)
+    doc = document(results, repeats, started)
+    print("\n" + results_table(results))
+    try:
+        args.output.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise DiffperfError(f"cannot write: {exc.strerror}", source=str(args.output)) from None
+    print(f"\nresults written to {args.output}")
+    if args.history is not None:
+        history.append(args.history, doc)
+        print(f"appended to history {args.history}")
+    failed = [r for r in results if r["error"]]
+    if failed:
+        print(f"\n{len(failed)} case(s) had errors:")
+        for r in failed:
+            print(f"  {r['case_id']} ({r['framework']}): {r['error']}")
+        return 1
+    return 0
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def print_dry_run(runs: list[Run], repeats: int, log_dir: Path) -> None:
+    """Each run's server command, environment and request, as they would be; nothing is started."""
+    print(f"dry run: {len(runs)} run(s) of 1 warmup + {repeats} measured request(s); nothing is started")
+    print(f"(each server gets a free port, {DRY_RUN_PORT} is shown; logs go in a new folder under {log_dir})")
+    previous, servers = None, 0
+    for run in runs:
+        print(f"\n{run.label}: {run.case.model}, {run.case.task}")
+        if run.spec == previous:
+            print("  server:  the one above (same settings)")
+        else:
+            servers += 1
+            env = run.launcher.env(run.spec, log_dir / "<run>" / f"server-{servers}")
+            print(f"  server:  {shlex.join(run.launcher.command(run.spec, DRY_RUN_PORT))}")
+            print(f"  env:     {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())}")
+        print(f"  request: {run.launcher.preview(run.case)}")
+        previous = run.spec
+
+
+def results_table(results: list[dict[str, Any]]) -> str:
+    rows = [("case", "framework", "latency s", "n", "server s", "denoise step ms", "missing records")]
+    for r in results:
+        latency = "ERROR" if r["error"] else f"{r['latency_s']:.3f}"
+        rows.append(
+            (
+                r["case_id"],
+                r["framework"],
+                latency,
+                str(len(r["latency_samples_s"])),
+                _num(r["server_latency_s"]),
+                _num(r["median_denoise_step_ms"], 1),
+                str(r["missing_perf_records"]),
+            )
+        )
+    return format_table(rows)
+
+
+def print_report(path: Path) -> None:
+    """Each case's last latency against the median of its earlier runs."""
+    runs = history.read(path)
+    trends = history.trends(runs)
+    print(f"\ntrend in {path}: {len(runs)} run(s); last latency vs median of the earlier measured runs")
+    rows = [("case", "framework", "runs", "last s", "median before s", "change", "last commit")]
+    for t in trends:
+        last = "ERROR" if t.last.error or t.last.latency_s is None else f"{t.last.latency_s:.3f}"
+        change = "-" if t.change is None else f"{t.change:+.1%}"
+        rows.append((t.case_id, t.framework, str(t.runs), last, _num(t.baseline_s), change, t.commit_sha[:12]))
+    print(format_table(rows))
+    for t in trends:
+        if t.last.error:
+            print(f"  {t.case_id} ({t.framework}) last run: {t.last.error}")
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
