@@ -176,7 +176,7 @@ def _lower(old: Any, new: Any) -> Any:
     if old is ...:
         return new
     if _is_number(old) and _is_number(new):
-        return new if new < old else old
+        return min(old, new)
     return old
 
 

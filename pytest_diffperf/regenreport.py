@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from .limits import format_table
 from .regen import ACTIONS, RegenSettings
 from .regenfile import diff
 
 REGEN_PROPERTY = "diffperf_regen"
 LARGEST = 5
+MIN_ABS_CHANGE = 1.0  # ms or MiB: smaller changes (0.02 -> 0.03 ms) are not listed among the largest
 
 
 class RegenSummary:
@@ -62,13 +62,13 @@ def summary_lines(records: list[dict[str, Any]], settings: RegenSettings) -> lis
         f"policy {settings.policy}: " + ", ".join(f"{counts[a]} {a}" for a in ACTIONS if counts[a]) + f" ({mode})",
         "",
     ]
-    rows = [("scenario", "action", "reason")] + [(r["scenario"], r["action"], r["reason"]) for r in records]
-    widths = [max(len(row[i]) for row in rows) for i in range(2)]
-    lines += [f"{row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}" for row in rows]
+    lines += _table([("scenario", "action", "reason")] + [(r["scenario"], r["action"], r["reason"]) for r in records])
     changed = [(r["scenario"], *c) for r in records for c in r["changes"] if c[1] is not None]
     if changed:
-        lines += ["", *format_table(_field_counts(changed)).splitlines()]
-        lines += ["", "largest relative changes:", *format_table(_largest(changed)).splitlines()]
+        lines += ["", *_table(_field_counts(changed), numeric_from=1)]
+        largest = _largest(changed)
+        if len(largest) > 1:
+            lines += ["", "largest relative changes:", *_table(largest, numeric_from=2)]
     return lines
 
 
@@ -83,7 +83,25 @@ def _field_counts(changed: list[tuple[str, str, float | None, float]]) -> list[t
 
 
 def _largest(changed: list[tuple[str, str, float | None, float]]) -> list[tuple[str, ...]]:
-    relative = [(new / old - 1, sid, key, old, new) for sid, key, old, new in changed if old]
+    relative = [
+        (new / old - 1, sid, key, old, new)
+        for sid, key, old, new in changed
+        if old and abs(new - old) >= MIN_ABS_CHANGE
+    ]
     relative.sort(key=lambda x: -abs(x[0]))
     rows = [("scenario", "field", "old", "new", "change")]
-    return rows + [(sid, key, f"{old:.2f}", f"{new:.2f}", f"{rel:+.1%}") for rel, sid, key, old, new in relative[:LARGEST]]
+    return rows + [
+        (sid, key, f"{old:.2f}", f"{new:.2f}", f"{rel:+.1%}") for rel, sid, key, old, new in relative[:LARGEST]
+    ]
+
+
+def _table(rows: list[tuple[str, ...]], numeric_from: int | None = None) -> list[str]:
+    """Aligned columns: text left-aligned, columns from ``numeric_from`` on right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    right = len(widths) if numeric_from is None else numeric_from
+    return [
+        "  ".join(
+            cell.rjust(w) if i >= right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in rows
+    ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -68,13 +69,15 @@ class RegenRun:
                 f"regeneration measures cases and {where}: pass --diffperf-cases FILE (or set diffperf_cases)",
                 source="--regen-baselines",
             )
-        run = cls(settings, ds, run_metadata(settings.policy, ds.settings.diffperf_hardware, ds.baselines.primary.parent))
+        run = cls(
+            settings, ds, run_metadata(settings.policy, ds.settings.diffperf_hardware, ds.baselines.primary.parent)
+        )
         if not settings.dry_run:
             for path in {run.target(sid) for sid in ds.scenario_ids() if sid in ds.cases}:
                 check_writable(path)
         return run
 
-    def target(self, scenario_id: str):
+    def target(self, scenario_id: str) -> Path:
         return target_file(self.ds.baselines, self.ds.settings.diffperf_hardware, scenario_id)
 
     def group_size(self, spec: ServerSpec) -> int:

@@ -54,8 +54,12 @@ def test_malformed_input_is_a_diffperf_error(text, path):
 
 
 keys = st.text(min_size=1, max_size=6)
-leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5)
-values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3), max_leaves=8)
+leaves = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5)
+)
+values = st.recursive(
+    leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3), max_leaves=8
+)
 docs = st.dictionaries(keys, st.dictionaries(keys, values, max_size=4), max_size=4)
 
 

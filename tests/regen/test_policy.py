@@ -58,7 +58,12 @@ def test_replace_takes_every_measured_field_and_keeps_everything_else_in_order()
     assert entry["expected_e2e_ms"] == 810.0 and entry["estimated_full_test_time_s"] == 12.3
     assert entry["denoise_step_ms"] == measured(1.5)["denoise_step_ms"]
     # Measured stages are set, an unmeasured one is kept, an explicit null stays null.
-    assert entry["stages_ms"] == {"TextEncodingStage": 13.5, "DenoisingStage": 555.0, "ImageEncodingStage": 7.0, "Flaky": None}
+    assert entry["stages_ms"] == {
+        "TextEncodingStage": 13.5,
+        "DenoisingStage": 555.0,
+        "ImageEncodingStage": 7.0,
+        "Flaky": None,
+    }
     assert d.previous == EXISTING
 
 
@@ -133,7 +138,9 @@ def test_tighten_keeps_when_nothing_is_lower_or_the_step_map_changed():
 
 numbers = st.floats(min_value=0, max_value=1e6, allow_nan=False).map(lambda x: round(x, 2))
 step_maps = st.integers(1, 6).flatmap(lambda n: st.lists(numbers, min_size=n, max_size=n))
-stage_maps = st.dictionaries(st.sampled_from(["TextEncodingStage", "DenoisingStage", "DecodingStage"]), numbers | st.none())
+stage_maps = st.dictionaries(
+    st.sampled_from(["TextEncodingStage", "DenoisingStage", "DecodingStage"]), numbers | st.none()
+)
 
 
 @st.composite
@@ -189,7 +196,11 @@ def test_tighten_never_raises_a_value(pair):
 def test_changes_lists_numeric_differences():
     old = {"expected_e2e_ms": 100.0, "stages_ms": {"A": 1.0}, "notes": "x"}
     new = {"expected_e2e_ms": 90.0, "stages_ms": {"A": 1.0, "B": 2.0}, "notes": "y", "expected_load_ms": 5.0}
-    assert changes(old, new) == [("expected_e2e_ms", 100.0, 90.0), ("stages_ms.B", None, 2.0), ("expected_load_ms", None, 5.0)]
+    assert changes(old, new) == [
+        ("expected_e2e_ms", 100.0, 90.0),
+        ("stages_ms.B", None, 2.0),
+        ("expected_load_ms", None, 5.0),
+    ]
 
 
 @pytest.mark.parametrize(("raw", "value"), [("5%", 0.05), ("0.05", 0.05), (" 12.5% ", 0.125), ("0", 0.0)])
@@ -205,5 +216,7 @@ def test_min_improvement_errors_name_the_option(raw):
 
 def test_policy_names():
     assert parse_policy(" Tighten ") == "tighten"
-    with pytest.raises(DiffperfError, match="^--regen-policy: unknown policy 'fastest'; expected one of: replace, improve, tighten$"):
+    with pytest.raises(
+        DiffperfError, match="^--regen-policy: unknown policy 'fastest'; expected one of: replace, improve, tighten$"
+    ):
         parse_policy("fastest")
