@@ -66,9 +66,7 @@ def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
             time.sleep(0.01)
             job = requests.get(f"{url}/v1/videos/{job['id']}", timeout=30).json()
         assert job["status"] == "completed", job
-        requests.get(
-            f"{url}/v1/videos/{job['id']}/content", timeout=30
-        ).raise_for_status()
+        requests.get(f"{url}/v1/videos/{job['id']}/content", timeout=30).raise_for_status()
         return job["id"], time.perf_counter() - t0
     resp = requests.post(url + "/v1/images/generations", json=body, timeout=300)
     resp.raise_for_status()
@@ -100,9 +98,7 @@ def bench_model(model: str, repeats: int, threads: int) -> dict:
         str(threads),
     ]
     spawn_ns = time.monotonic_ns()
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-    )
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         marker_ns = None
@@ -140,18 +136,13 @@ def bench_model(model: str, repeats: int, threads: int) -> dict:
         "e2e_ms": wall,
         "total_ms": [r.total_duration_ms for r in recs],
         "stages_ms": {
-            name: statistics.median(
-                next(s.execution_time_ms for s in r.stages if s.name == name)
-                for r in recs
-            )
+            name: statistics.median(next(s.execution_time_ms for s in r.stages if s.name == name) for r in recs)
             for name in STANDARD_STAGES
         },
         "step_ms": statistics.median(ms for r in recs for ms in r.steps),
         "step_cv": statistics.pstdev([ms for r in recs for ms in r.steps])
         / statistics.mean([ms for r in recs for ms in r.steps]),
-        "runtime_peak_mb": max(
-            r.memory_snapshots["runtime_peak"].peak_host_anon_mb for r in recs
-        ),
+        "runtime_peak_mb": max(r.memory_snapshots["runtime_peak"].peak_host_anon_mb for r in recs),
     }
 
 
@@ -175,17 +166,12 @@ def print_table(results: list[dict]) -> None:
     short = [name.removesuffix("Stage") for name in STANDARD_STAGES]
     print(f"{'stage medians (ms)':19}" + "".join(f"{s:>20}" for s in short))
     for r in results:
-        print(
-            f"{r['model']:19}"
-            + "".join(f"{r['stages_ms'][n]:20.2f}" for n in STANDARD_STAGES)
-        )
+        print(f"{r['model']:19}" + "".join(f"{r['stages_ms'][n]:20.2f}" for n in STANDARD_STAGES))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--models", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS)
-    )
+    parser.add_argument("--models", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")

@@ -16,7 +16,6 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
-    ValidationError,
 )
 
 from .errors import DiffperfError

@@ -92,7 +92,8 @@ class ScenarioItem(pytest.Item):
                 self.user_properties.append((f"diffperf_{key}", row[key]))
         self.user_properties.append(("diffperf_verdict", result.verdict))
         if result.verdict == "fail":
-            raise ScenarioFailure(result.message)
+            tail = f"\n\n{self.server.log_section()}" if self.server else ""
+            raise ScenarioFailure(result.message + tail)
         if result.verdict == "unguarded":
             warnings.warn(UnguardedWarning(f"{self.name}: {result.message}"), stacklevel=1)
 

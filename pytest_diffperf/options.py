@@ -35,7 +35,11 @@ OPTIONS = (
     Option("--diffperf-baselines", "perf baseline file, or an SGLang perf_baselines/ directory", is_path=True),
     Option("--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)"),
     Option("--diffperf-cases", "case definitions (superset of SGLang's comparison_configs.json)", is_path=True),
-    Option("--diffperf-server", "server launcher: sglang, reference (the bundled CPU server), or a registered one", default="sglang"),
+    Option(
+        "--diffperf-server",
+        "server launcher: sglang, reference (the bundled CPU server), or a registered one",
+        default="sglang",
+    ),
     Option("--diffperf-preset", "limit-formula preset", default="sglang"),
     Option("--diffperf-json", "write one result row per measured request to this JSON file", is_path=True),
     Option("--diffperf-startup-timeout", "seconds to wait for a server to become ready", default="1200"),

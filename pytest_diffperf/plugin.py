@@ -88,4 +88,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ds = config.stash.get(SESSION_KEY, None)
     if ds is None:
         return None
-    return [f"diffperf: {k}={v}" for k, v in ds.header().items()] + [f"diffperf: logs in {ds.workdir}"]
+    from .lint import lint_baselines
+
+    warnings = [f for f in lint_baselines(ds.baselines) if f.severity == "warning"]
+    lint = f"diffperf: lint: {len(warnings)} warning(s) in the baseline files (see: diffperf lint FILE)"
+    return [f"diffperf: {k}={v}" for k, v in ds.header().items()] + [lint, f"diffperf: logs in {ds.workdir}"]

@@ -65,10 +65,15 @@ class ServerProcess:
         self._reader = threading.Thread(target=self._tee, name=f"diffperf-tee-{self.port}", daemon=True)
         self._reader.start()
 
-    def wait_ready(self, timeout: float, progress: Callable[[str], None] = lambda _msg: None) -> None:
-        """Poll /health until 200; fail at once if the process exits or prints a fatal pattern."""
+    def wait_ready(
+        self, timeout: float, progress: Callable[[str], None] = lambda _msg: None, every: float = PROGRESS_EVERY_S
+    ) -> None:
+        """Poll /health until 200; fail at once if the process exits or prints a fatal pattern.
+
+        ``progress`` receives a line every ``every`` seconds while waiting.
+        """
         start = time.monotonic()
-        next_progress = start + PROGRESS_EVERY_S
+        next_progress = start + every
         while True:
             self.check_alive("while starting")
             try:
@@ -82,7 +87,7 @@ class ServerProcess:
                 raise ServerError(self.describe(f"not ready after {timeout:.0f} s"))
             if now >= next_progress:
                 progress(f"diffperf: waiting for {self.base_url} ({now - start:.0f} s)")
-                next_progress += PROGRESS_EVERY_S
+                next_progress += every
             time.sleep(0.1)
 
     def check_alive(self, when: str) -> None:
@@ -128,9 +133,11 @@ class ServerProcess:
     def tail(self) -> str:
         return "\n".join(self._tail)
 
+    def log_section(self) -> str:
+        return f"log: {self.log_path}\n--- last {TAIL_LINES} lines ---\n{self.tail()}"
+
     def describe(self, problem: str) -> str:
-        cmd = " ".join(self.command)
-        return f"server {self.base_url} {problem}\ncommand: {cmd}\nlog: {self.log_path}\n--- last {TAIL_LINES} lines ---\n{self.tail()}"
+        return f"server {self.base_url} {problem}\ncommand: {' '.join(self.command)}\n{self.log_section()}"
 
 
 def kill_tree(pid: int, grace: float = 5.0) -> None:

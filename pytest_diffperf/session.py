@@ -32,7 +32,10 @@ class DiffperfSession:
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
         settings = read_settings(config)
         if settings.diffperf_baselines is None:
-            raise DiffperfError("needs a baseline file: pass --diffperf-baselines PATH or set diffperf_baselines in the ini file", source="--diffperf")
+            raise DiffperfError(
+                "needs a baseline file: pass --diffperf-baselines PATH or set diffperf_baselines in the ini file",
+                source="--diffperf",
+            )
         baselines = load_baselines(settings.diffperf_baselines, settings.diffperf_hardware)
         if settings.profile:
             baselines.profile(settings.profile)  # an unknown profile fails now, not once per test

@@ -89,8 +89,6 @@ class Embedder:
         import torch
         from PIL import Image
 
-        if not frames:
-            return np.zeros((0, 0), np.float32)
         batch = torch.stack([self._preprocess(Image.fromarray(f)) for f in frames])
         with torch.inference_mode():
             out = self._model.encode_image(batch, normalize=True)

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 from filelock import FileLock
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from ..cases import validation_error
-from ..errors import DiffperfError
+from ..jsonfile import read_json_object, validate
 from .fsutil import write_atomic
 
 MANIFEST = "manifest.json"
@@ -46,18 +45,9 @@ def sha256(data: bytes) -> str:
 def load(gt_dir: Path) -> Manifest | None:
     """The folder's manifest, None if it has none; DiffperfError if it is not a valid one."""
     path = gt_dir / MANIFEST
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.is_file():
         return None
-    try:
-        return Manifest.model_validate(json.loads(text))
-    except json.JSONDecodeError as exc:
-        raise DiffperfError(
-            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=str(path)
-        ) from None
-    except ValidationError as exc:
-        raise validation_error(exc, str(path)) from None
+    return validate(Manifest, read_json_object(path), path, "")
 
 
 def record(gt_dir: Path, files: dict[Path, bytes]) -> None:

@@ -51,9 +51,7 @@ class ServerConfig:
 class ApiError(Exception):
     """An error answered with an OpenAI-style body ``{"error": {"message", "type", "code"}}``."""
 
-    def __init__(
-        self, status: int, message: str, code: str, type_: str = "invalid_request_error"
-    ):
+    def __init__(self, status: int, message: str, code: str, type_: str = "invalid_request_error"):
         super().__init__(message)
         self.status, self.message, self.code, self.type = status, message, code, type_
 
@@ -69,9 +67,7 @@ class Worker:
 
     def __init__(self) -> None:
         self._jobs: queue.Queue = queue.Queue()
-        threading.Thread(
-            target=self._loop, name="refserver-worker", daemon=True
-        ).start()
+        threading.Thread(target=self._loop, name="refserver-worker", daemon=True).start()
 
     def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -112,9 +108,7 @@ class ImageRequest(GenerationFields):
 
 
 class VideoRequest(GenerationFields):
-    seconds: float | None = Field(
-        None, gt=0, le=60
-    )  # OpenAI sends a string such as "4"
+    seconds: float | None = Field(None, gt=0, le=60)  # OpenAI sends a string such as "4"
     num_frames: int | None = Field(None, ge=1)
     fps: int | None = Field(None, ge=1, le=120)
 
@@ -197,9 +191,7 @@ class RefServer:
         print(f"{LOAD_MARKER}{time.monotonic_ns()}", flush=True)
         if self.config.warmup_mode == "server":
             self.state = "warming_up"
-            params = self.spec.params(
-                seed=self.config.default_seed, **self.config.warmup_params
-            )
+            params = self.spec.params(seed=self.config.default_seed, **self.config.warmup_params)
             t0 = time.perf_counter()
             self.pipeline.run(params, warmup=True)
             self.warmed_up = True
@@ -219,6 +211,7 @@ class RefServer:
             self.pipeline.run(params, warmup=True)
             self.warmed_up = True
         result = self.pipeline.run(params, on_step=on_step)
+        log.info("request %s: %.1f ms (%d steps)", request_id, result.total_ms, len(result.steps))
         self.perflog.write(
             request_id,
             result.stages,
@@ -322,9 +315,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s", request.url.path)
-        return ApiError(
-            500, f"internal error: {exc}", "internal_error", "server_error"
-        ).response()
+        return ApiError(500, f"internal error: {exc}", "internal_error", "server_error").response()
 
     @app.get(HEALTH_PATH)
     async def health() -> JSONResponse:
@@ -348,11 +339,7 @@ def create_app(config: ServerConfig) -> FastAPI:
                     "task": m.task,
                     "default_size": f"{m.width}x{m.height}",
                     "default_num_inference_steps": m.steps,
-                    **(
-                        {"default_num_frames": m.num_frames, "default_fps": m.fps}
-                        if m.task == "video"
-                        else {}
-                    ),
+                    **({"default_num_frames": m.num_frames, "default_fps": m.fps} if m.task == "video" else {}),
                 }
                 for m in ordered
             ],
@@ -376,12 +363,8 @@ def create_app(config: ServerConfig) -> FastAPI:
                 "unsupported_response_format",
             )
         request_id = str(uuid.uuid4())
-        result = await asyncio.wrap_future(
-            server.worker.submit(lambda: server.generate(request_id, params))
-        )
-        blobs = await asyncio.to_thread(
-            lambda: [encode_image(f, req.output_format) for f in result.frames]
-        )
+        result = await asyncio.wrap_future(server.worker.submit(lambda: server.generate(request_id, params)))
+        blobs = await asyncio.to_thread(lambda: [encode_image(f, req.output_format) for f in result.frames])
         return {
             "id": request_id,
             "created": int(time.time()),
@@ -395,13 +378,9 @@ def create_app(config: ServerConfig) -> FastAPI:
         if frames is None and req.seconds is not None:
             frames = frames_for(req.seconds, fps)
         params = server.params_for(req, "video", num_frames=frames)
-        job = VideoJob(
-            id=f"video_{uuid.uuid4().hex}", params=params, fps=fps, model=spec.name
-        )
+        job = VideoJob(id=f"video_{uuid.uuid4().hex}", params=params, fps=fps, model=spec.name)
         server.videos[job.id] = job
-        body = (
-            job.to_json()
-        )  # taken before the worker can pick the job up: always "queued"
+        body = job.to_json()  # taken before the worker can pick the job up: always "queued"
         server.worker.submit(lambda: server.run_video(job))
         return body
 

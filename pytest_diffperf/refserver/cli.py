@@ -43,9 +43,7 @@ def _json_object(text: str) -> dict:
         raise argparse.ArgumentTypeError("must be a JSON object")
     unknown = set(value) - WARMUP_KEYS
     if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown keys {sorted(unknown)}; allowed: {sorted(WARMUP_KEYS)}"
-        )
+        raise argparse.ArgumentTypeError(f"unknown keys {sorted(unknown)}; allowed: {sorted(WARMUP_KEYS)}")
     return value
 
 
@@ -64,9 +62,7 @@ def _non_negative_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="diffperf-refserver", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="diffperf-refserver", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("models", help="list the built-in models")
 
@@ -91,9 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="accepted for sglang compatibility; runs on CPU",
     )
-    serve.add_argument(
-        "--log-level", default="info", type=str.lower, choices=LOG_LEVELS
-    )
+    serve.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
     serve.add_argument(
         "--strict-ports",
         action="store_true",
@@ -120,9 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"torch CPU threads (default ${THREADS_ENV} or 1)",
     )
-    serve.add_argument(
-        "--seed", type=int, default=42, help="default request seed; also seeds jitter"
-    )
+    serve.add_argument("--seed", type=int, default=42, help="default request seed; also seeds jitter")
 
     inject = serve.add_argument_group("fault injection (non-warmup requests only)")
     inject.add_argument(
@@ -188,11 +180,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     spec = MODELS[args.model_path]
-    warmup = (
-        args.warmup_sampling_params
-        if args.warmup_sampling_params is not None
-        else DEFAULT_WARMUP
-    )
+    warmup = args.warmup_sampling_params if args.warmup_sampling_params is not None else DEFAULT_WARMUP
     try:
         spec.params(seed=args.seed, **warmup)
     except (TypeError, ValueError) as exc:
@@ -221,11 +209,11 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .app import ServerConfig, create_app
 
     level = "debug" if args.log_level == "trace" else args.log_level
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=level.upper(),
-        format="[refserver] %(levelname)s %(message)s",
-    )
+    handler = logging.StreamHandler(sys.stderr)  # our logger only: library debug logs stay quiet
+    handler.setFormatter(logging.Formatter("[refserver] %(levelname)s %(message)s"))
+    logger = logging.getLogger("refserver")
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
     faults = Faults(
         delays_ms=dict(args.inject_delay),
         jitter_pct=args.inject_jitter,
@@ -236,9 +224,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         load_delay_ms=args.inject_load_delay,
         seed=args.seed,
     )
-    app = create_app(
-        ServerConfig(spec, faults, args.warmup_mode, warmup, args.seed, threads)
-    )
+    app = create_app(ServerConfig(spec, faults, args.warmup_mode, warmup, args.seed, threads))
     url_host = f"[{args.host}]" if ":" in args.host else args.host
     print(
         f"[refserver] serving {spec.name} at http://{url_host}:{port} (pid {os.getpid()}, {threads} thread(s))",
@@ -254,13 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "models":
         for spec in MODELS.values():
-            extra = (
-                f" {spec.num_frames} frames @ {spec.fps} fps"
-                if spec.task == "video"
-                else ""
-            )
-            print(
-                f"{spec.name}\t{spec.task}\t{spec.width}x{spec.height}{extra}, {spec.steps} steps"
-            )
+            extra = f" {spec.num_frames} frames @ {spec.fps} fps" if spec.task == "video" else ""
+            print(f"{spec.name}\t{spec.task}\t{spec.width}x{spec.height}{extra}, {spec.steps} steps")
         return 0
     return serve(args, parser)

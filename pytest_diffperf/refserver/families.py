@@ -56,9 +56,7 @@ class FluxFamily(Family):
         h, w = 2 * (p.height // 16), 2 * (p.width // 16)
         noise = torch.randn((p.n, 16, h, w), generator=gen)
         ctx["latents"] = FluxPipeline._pack_latents(noise, p.n, 16, h, w)
-        ctx["img_ids"] = FluxPipeline._prepare_latent_image_ids(
-            p.n, h // 2, w // 2, "cpu", torch.float32
-        )
+        ctx["img_ids"] = FluxPipeline._prepare_latent_image_ids(p.n, h // 2, w // 2, "cpu", torch.float32)
 
     def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
         from diffusers.pipelines.flux.pipeline_flux import calculate_shift
@@ -72,9 +70,7 @@ class FluxFamily(Family):
             cfg.base_shift,
             cfg.max_shift,
         )
-        sched.set_timesteps(
-            sigmas=np.linspace(1.0, 1 / p.steps, p.steps).tolist(), mu=mu
-        )
+        sched.set_timesteps(sigmas=np.linspace(1.0, 1 / p.steps, p.steps).tolist(), mu=mu)
         ctx["guidance"] = torch.full((p.n,), p.guidance_scale)
         return sched.timesteps
 
@@ -107,15 +103,11 @@ class SDFamily(Family):
 
     def encode_text(self, p: GenParams, ctx: dict) -> None:
         texts = [p.negative_prompt, p.prompt] if self.cfg(p) else [p.prompt]
-        embeds = self.c["text_encoder"](
-            _tokens(self.c["tokenizer"], texts, 77).input_ids
-        ).last_hidden_state
+        embeds = self.c["text_encoder"](_tokens(self.c["tokenizer"], texts, 77).input_ids).last_hidden_state
         ctx["embeds"] = embeds.repeat_interleave(p.n, dim=0)
 
     def prepare_latents(self, p: GenParams, ctx: dict, gen: torch.Generator) -> None:
-        ctx["latents"] = torch.randn(
-            (p.n, 4, p.height // 8, p.width // 8), generator=gen
-        )
+        ctx["latents"] = torch.randn((p.n, 4, p.height // 8, p.width // 8), generator=gen)
 
     def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
         sched = ctx["scheduler"] = self.scheduler()
@@ -127,9 +119,7 @@ class SDFamily(Family):
         sched, latents = ctx["scheduler"], ctx["latents"]
         model_in = torch.cat([latents] * 2) if self.cfg(p) else latents
         model_in = sched.scale_model_input(model_in, t)
-        pred = self.c["unet"](
-            model_in, t, encoder_hidden_states=ctx["embeds"], return_dict=False
-        )[0]
+        pred = self.c["unet"](model_in, t, encoder_hidden_states=ctx["embeds"], return_dict=False)[0]
         if self.cfg(p):
             uncond, cond = pred.chunk(2)
             pred = uncond + p.guidance_scale * (cond - uncond)
@@ -137,9 +127,7 @@ class SDFamily(Family):
 
     def decode(self, p: GenParams, ctx: dict) -> torch.Tensor:
         vae = self.c["vae"]
-        image = vae.decode(
-            ctx["latents"] / vae.config.scaling_factor, return_dict=False
-        )[0]
+        image = vae.decode(ctx["latents"] / vae.config.scaling_factor, return_dict=False)[0]
         return (image / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 1)
 
 
@@ -148,9 +136,7 @@ class WanFamily(Family):
 
     def _embed(self, text: str, n: int) -> torch.Tensor:
         tokens = _tokens(self.c["tokenizer"], [text], 64)
-        hidden = self.c["text_encoder"](
-            tokens.input_ids, tokens.attention_mask
-        ).last_hidden_state
+        hidden = self.c["text_encoder"](tokens.input_ids, tokens.attention_mask).last_hidden_state
         keep = int(tokens.attention_mask.sum())
         hidden[:, keep:] = 0
         return hidden.repeat(n, 1, 1)
@@ -162,9 +148,7 @@ class WanFamily(Family):
 
     def prepare_latents(self, p: GenParams, ctx: dict, gen: torch.Generator) -> None:
         frames = (p.num_frames - 1) // 4 + 1
-        ctx["latents"] = torch.randn(
-            (p.n, 16, frames, p.height // 8, p.width // 8), generator=gen
-        )
+        ctx["latents"] = torch.randn((p.n, 16, frames, p.height // 8, p.width // 8), generator=gen)
 
     def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
         sched = ctx["scheduler"] = self.scheduler()

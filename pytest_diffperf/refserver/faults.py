@@ -26,22 +26,16 @@ def parse_delay(text: str) -> tuple[str, float]:
     try:
         ms = float(ms_text)
     except ValueError:
-        raise ValueError(
-            f"delay must be a number of milliseconds, got {ms_text!r}"
-        ) from None
+        raise ValueError(f"delay must be a number of milliseconds, got {ms_text!r}") from None
     if ms < 0:
         raise ValueError(f"delay must be >= 0 ms, got {ms}")
     if target.startswith(STEP_PREFIX):
         index = target[len(STEP_PREFIX) :]
         if not index.isdigit():
-            raise ValueError(
-                f"step index must be a non-negative integer, got {index!r}"
-            )
+            raise ValueError(f"step index must be a non-negative integer, got {index!r}")
         return f"{STEP_PREFIX}{int(index)}", ms
     if target not in STANDARD_STAGES:
-        raise ValueError(
-            f"unknown stage {target!r}; expected one of {', '.join(STANDARD_STAGES)} or step:N"
-        )
+        raise ValueError(f"unknown stage {target!r}; expected one of {', '.join(STANDARD_STAGES)} or step:N")
     return target, ms
 
 

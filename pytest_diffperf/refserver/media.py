@@ -16,9 +16,7 @@ def encode_image(frame: np.ndarray, output_format: str) -> bytes:
     """Encode one (H, W, 3) uint8 frame as PNG or JPEG (no metadata, so bytes depend on pixels only)."""
     buf = io.BytesIO()
     fmt = IMAGE_FORMATS[output_format]
-    Image.fromarray(frame).save(
-        buf, format=fmt, **({"quality": 90} if fmt == "JPEG" else {})
-    )
+    Image.fromarray(frame).save(buf, format=fmt, **({"quality": 90} if fmt == "JPEG" else {}))
     return buf.getvalue()
 
 

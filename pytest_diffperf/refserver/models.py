@@ -50,9 +50,7 @@ def t5_tokenizer(max_length: int) -> PreTrainedTokenizerFast:
     tok = Tokenizer(BPE(vocab=vocab, merges=[], unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", 1)]
-    )
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         pad_token="<pad>",
@@ -93,9 +91,7 @@ def _t5_config(cls: type, hidden: int) -> Any:
     )
 
 
-def _image_vae(
-    latent_channels: int, scaling: float, shift: float | None
-) -> torch.nn.Module:
+def _image_vae(latent_channels: int, scaling: float, shift: float | None) -> torch.nn.Module:
     from diffusers import AutoencoderKL
 
     return AutoencoderKL(
@@ -191,9 +187,7 @@ def build_wan() -> dict[str, Any]:
 
     return {
         "tokenizer": t5_tokenizer(64),
-        "text_encoder": _seeded(
-            21, lambda: UMT5EncoderModel(_t5_config(UMT5Config, 64))
-        ),
+        "text_encoder": _seeded(21, lambda: UMT5EncoderModel(_t5_config(UMT5Config, 64))),
         "transformer": _seeded(
             22,
             lambda: WanTransformer3DModel(

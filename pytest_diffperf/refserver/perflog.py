@@ -54,11 +54,7 @@ class MemoryTracker:
 
     def snapshots(self) -> dict[str, MemorySnapshot]:
         return {
-            key: MemorySnapshot(
-                peak_host_anon_mb=round(
-                    self._peaks.get(key.removesuffix("_peak"), 0.0), 2
-                )
-            )
+            key: MemorySnapshot(peak_host_anon_mb=round(self._peaks.get(key.removesuffix("_peak"), 0.0), 2))
             for key in MEMORY_SNAPSHOT_KEYS
         }
 
@@ -80,9 +76,7 @@ class PerfLog:
             "yes",
             "on",
         )
-        self.path = (
-            Path(os.environ.get(PERF_LOG_DIR_ENV) or os.getcwd()) / PERF_LOG_FILE
-        )
+        self.path = Path(os.environ.get(PERF_LOG_DIR_ENV) or os.getcwd()) / PERF_LOG_FILE
         self._commit = _commit_hash()
         self._lock = threading.Lock()
 
@@ -101,12 +95,7 @@ class PerfLog:
             timestamp=datetime.now(timezone.utc).isoformat(),
             commit_hash=self._commit,
             tag=PERF_RECORD_TAG,
-            stages=[
-                StageRecord(
-                    name=n, execution_time_ms=ms, is_denoising=n == DENOISING_STAGE
-                )
-                for n, ms in stages
-            ],
+            stages=[StageRecord(name=n, execution_time_ms=ms, is_denoising=n == DENOISING_STAGE) for n, ms in stages],
             steps=steps,
             total_duration_ms=total_ms,
             memory_snapshots=memory,

@@ -91,14 +91,8 @@ class StagedPipeline:
             with stage("DecodingStage"):
                 images = family.decode(p, ctx)
                 if faults and faults.output_noise > 0:
-                    noise_gen = torch.Generator("cpu").manual_seed(
-                        p.seed + NOISE_SEED_OFFSET
-                    )
-                    images = (
-                        images
-                        + faults.output_noise
-                        * torch.randn(images.shape, generator=noise_gen)
-                    ).clamp(0, 1)
+                    noise_gen = torch.Generator("cpu").manual_seed(p.seed + NOISE_SEED_OFFSET)
+                    images = (images + faults.output_noise * torch.randn(images.shape, generator=noise_gen)).clamp(0, 1)
                 frames = (images * 255).round().to(torch.uint8).numpy()
             total_ms = (time.perf_counter() - start) * 1000
         return RunResult(frames, stages, steps, total_ms)

@@ -65,9 +65,7 @@ class ModelSpec:
             width=self.width if width is None else width,
             height=self.height if height is None else height,
             steps=self.steps if num_inference_steps is None else num_inference_steps,
-            guidance_scale=self.guidance_scale
-            if guidance_scale is None
-            else guidance_scale,
+            guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
             seed=seed,
             n=n,
             num_frames=self.num_frames if num_frames is None else num_frames,
@@ -78,31 +76,22 @@ class ModelSpec:
     def check(self, p: GenParams) -> None:
         """Raise ValueError unless ``p`` can run on this model."""
         for side, value in (("width", p.width), ("height", p.height)):
-            if (
-                not self.min_side <= value <= self.max_side
-                or value % self.size_multiple
-            ):
+            if not self.min_side <= value <= self.max_side or value % self.size_multiple:
                 raise ValueError(
                     f"{side} must be a multiple of {self.size_multiple} in [{self.min_side}, {self.max_side}]"
                     f" for {self.name}, got {value}"
                 )
         if p.steps < 1:
             raise ValueError(f"num_inference_steps must be >= 1, got {p.steps}")
-        if self.task == "video" and not (
-            1 <= p.num_frames <= self.max_frames and p.num_frames % 4 == 1
-        ):
-            raise ValueError(
-                f"num_frames must be 4k+1 in [1, {self.max_frames}] for {self.name}, got {p.num_frames}"
-            )
+        if self.task == "video" and not (1 <= p.num_frames <= self.max_frames and p.num_frames % 4 == 1):
+            raise ValueError(f"num_frames must be 4k+1 in [1, {self.max_frames}] for {self.name}, got {p.num_frames}")
 
 
 def parse_size(size: str) -> tuple[int, int]:
     """``"WxH"`` -> (width, height)."""
     match = _SIZE.match(size)
     if not match:
-        raise ValueError(
-            f"size must look like WIDTHxHEIGHT (e.g. 256x256), got {size!r}"
-        )
+        raise ValueError(f"size must look like WIDTHxHEIGHT (e.g. 256x256), got {size!r}")
     return int(match[1]), int(match[2])
 
 

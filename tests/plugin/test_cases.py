@@ -68,7 +68,11 @@ def base_case(**changes):
         ({"cases": [base_case(num_frames="many")]}, "cases.0.num_frames", "valid integer"),
         ({"cases": [base_case(perf_repeat_requests=0)]}, "cases.0.perf_repeat_requests", "greater than 0"),
         ({"cases": [base_case(perf_warmup_requests=-1)]}, "cases.0.perf_warmup_requests", "greater than or equal"),
-        ({"cases": [base_case(frameworks={"sglang": {"serve_args": 3}})]}, "cases.0.frameworks.sglang.serve_args", "valid string"),
+        (
+            {"cases": [base_case(frameworks={"sglang": {"serve_args": 3}})]},
+            "cases.0.frameworks.sglang.serve_args",
+            "valid string",
+        ),
         ({"cases": [base_case(), base_case()]}, "cases.1.id", "duplicate case id 'a'"),
         ({"cases": [base_case(timeout_s=0)]}, "cases.0.timeout_s", "greater than 0"),
     ],

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 
+import psutil
 import pytest
 
 from .conftest import GENEROUS, refservers, results, tiny_case
@@ -27,10 +32,16 @@ def test_plain_pytest_is_unaffected(pytester, suite):
     assert not refservers()
 
 
-def test_scenario_passes_with_header_summary_and_json_rows(pytester, suite):
-    args = suite([tiny_case("tiny_a", perf_repeat_requests=2)], {"tiny_a": GENEROUS})
-    result = pytester.runpytest(*args, "-v")
-    result.assert_outcomes(passed=1)
+def test_scenario_passes_with_header_summary_json_rows_junit_and_step_summary(pytester, suite, monkeypatch):
+    unguarded = dict(GENEROUS, expected_e2e_ms=0.0)
+    args = suite(
+        [tiny_case("tiny_a", perf_repeat_requests=2), tiny_case("tiny_zero", seed=5)],
+        {"tiny_a": GENEROUS, "tiny_zero": unguarded},
+    )
+    step_summary = pytester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    result = pytester.runpytest(*args, "-v", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2, warnings=1)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
@@ -39,21 +50,31 @@ def test_scenario_passes_with_header_summary_and_json_rows(pytester, suite):
             "diffperf: hardware=cpu",
             "diffperf: baselines=*baselines.json*",
             "diffperf: launcher=reference",
+            "diffperf: lint: * warning(s) in the baseline files (see: diffperf lint FILE)",
             "*baselines.json::tiny_a PASSED*",
+            "*baselines.json::tiny_zero PASSED*",
+            "*UnguardedWarning: tiny_zero: *",
             "*diffperf summary*",
             "scenario*e2e ms*expected*limit*worst check*verdict",
             "tiny_a *600000.00*PASS",
+            "tiny_zero *UNGUARDED",
         ]
     )
     assert "Traceback" not in out
     doc = results(pytester)
-    assert [r["request"] for r in doc["rows"]] == [0, 1]
+    assert [(r["case"], r["request"]) for r in doc["rows"]] == [("tiny_a", 0), ("tiny_a", 1), ("tiny_zero", 0)]
     row = doc["rows"][0]
-    assert row["case"] == "tiny_a" and row["e2e_ms"] > 0 and row["load_ms"] > 0
+    assert row["e2e_ms"] > 0 and row["load_ms"] > 0 and row["avg_step_ms"] > 0
     assert set(row["stages_ms"]) >= {"TextEncodingStage", "DenoisingStage", "DecodingStage"}
     assert set(row["sampled_steps_ms"]) == {"0", "2", "3"}  # fractions 0, .5, 1 of 4 steps
-    assert doc["scenarios"][0]["verdict"] == "pass"
+    assert row["memory_mb"]["runtime_peak"]["peak_host_anon_mb"] > 0
+    assert [s["verdict"] for s in doc["scenarios"]] == ["pass", "unguarded"]
     assert {c["name"] for c in doc["scenarios"][0]["checks"]} >= {"e2e", "avg_denoise", "median_denoise"}
+    junit = (pytester.path / "junit.xml").read_text()
+    assert '<property name="diffperf_verdict" value="pass"' in junit and 'name="diffperf_e2e_ms"' in junit
+    summary = step_summary.read_text()
+    assert "| scenario | e2e ms | expected | limit | worst check | verdict |" in summary
+    assert "| tiny_zero |" in summary and "UNGUARDED |" in summary
     assert not refservers()
 
 
@@ -79,7 +100,9 @@ def test_k_selects_by_scenario_name_and_shared_group_starts_one_server(pytester,
     assert len(doc["servers"]) == 1  # one launch for the two cases of one group
     assert {s["server"]["pid"] for s in doc["scenarios"]} == {doc["servers"][0]["pid"]}
     collected = pytester.runpytest(*args, "--collect-only", "-q")
-    collected.stdout.fnmatch_lines(["baselines.json::alpha_one", "baselines.json::alpha_two", "baselines.json::beta.1-x"])
+    collected.stdout.fnmatch_lines(
+        ["baselines.json::alpha_one", "baselines.json::alpha_two", "baselines.json::beta.1-x"]
+    )
 
 
 def test_injected_denoising_delay_fails_exactly_the_checks_it_should(pytester, suite):
@@ -95,6 +118,22 @@ def test_injected_denoising_delay_fails_exactly_the_checks_it_should(pytester, s
     assert failed == {"e2e", "stage[DenoisingStage]"}, checks
     out = result.stdout.str()
     assert "DenoisingStage" in out and "e2e" in out
+
+
+def test_ctrl_c_stops_every_server(pytester, suite):
+    args = suite([tiny_case("slow", "--inject-hang-on-request 1", timeout_s=300)], {"slow": GENEROUS})
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    servers: list[psutil.Process] = []
+    while not servers and time.monotonic() < deadline:
+        time.sleep(0.2)
+        servers = [p for p in psutil.Process(proc.pid).children(recursive=True) if "refserver" in " ".join(p.cmdline())]
+    assert servers, "no server started"
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 2  # pytest's exit code for an interrupted run
+    gone, alive = psutil.wait_procs(servers, timeout=10)
+    assert not alive
 
 
 @pytest.mark.parametrize(

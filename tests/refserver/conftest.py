@@ -12,9 +12,7 @@ def start_server(tmp_path_factory):
     """Factory: ``start_server(model, *args, wait=True)``; every server is killed at session end."""
     servers: list[Server] = []
 
-    def start(
-        model: str, *args: str, wait: bool = True, port: int | None = None
-    ) -> Server:
+    def start(model: str, *args: str, wait: bool = True, port: int | None = None) -> Server:
         server = Server(tmp_path_factory.mktemp("refserver"), model, list(args), port)
         servers.append(server)
         return server.wait_ready() if wait else server

@@ -6,17 +6,16 @@ import base64
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import psutil
 import requests
 from PIL import Image
 
 from pytest_diffperf.protocol import PERF_LOG_FILE, PerfRecord
+from pytest_diffperf.server import free_port, kill_tree
 
 STARTUP_TIMEOUT_S = 90
 # Small shapes keep the suite fast on a 2-core box.
@@ -28,32 +27,10 @@ SMALL_IMAGE = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def kill_tree(pid: int) -> None:
-    try:
-        parent = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return
-    procs = parent.children(recursive=True) + [parent]
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=10)
-
-
 class Server:
     """A ``python -m pytest_diffperf.refserver serve`` process and helpers to talk to it."""
 
-    def __init__(
-        self, workdir: Path, model: str, args: list[str], port: int | None = None
-    ):
+    def __init__(self, workdir: Path, model: str, args: list[str], port: int | None = None):
         self.workdir = workdir
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -85,18 +62,14 @@ class Server:
         ]
         self.spawn_ns = time.monotonic_ns()
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(
-                cmd, stdout=out, stderr=err, env=env, cwd=workdir
-            )
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=workdir)
         self.health_seen: list[int] = []
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> Server:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"server exited with {self.proc.returncode}:\n{self.output()}"
-                )
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()}")
             try:
                 code = requests.get(self.url + "/health", timeout=2).status_code
             except requests.ConnectionError:
@@ -111,18 +84,14 @@ class Server:
         return self.proc.wait(timeout=timeout)
 
     def output(self) -> str:
-        return self.stdout_path.read_text(
-            errors="replace"
-        ) + self.stderr_path.read_text(errors="replace")
+        return self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
 
     def stop(self) -> None:
         kill_tree(self.proc.pid)
         self.proc.wait(timeout=10)
 
     # ---- API helpers ------------------------------------------------------------------------
-    def post(
-        self, path: str, body: dict | None = None, timeout: float = 120, **kw
-    ) -> requests.Response:
+    def post(self, path: str, body: dict | None = None, timeout: float = 120, **kw) -> requests.Response:
         return requests.post(self.url + path, json=body, timeout=timeout, **kw)
 
     def image(self, timeout: float = 120, **body) -> tuple[dict, bytes]:
@@ -149,10 +118,7 @@ class Server:
         path = self.log_dir / PERF_LOG_FILE
         if not path.exists():
             return []
-        return [
-            PerfRecord.model_validate(json.loads(line))
-            for line in path.read_text().splitlines()
-        ]
+        return [PerfRecord.model_validate(json.loads(line)) for line in path.read_text().splitlines()]
 
     def record(self, request_id: str) -> PerfRecord:
         matches = [r for r in self.records() if r.request_id == request_id]

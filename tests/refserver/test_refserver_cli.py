@@ -80,34 +80,36 @@ def test_taken_port_fails_and_never_picks_another(strict):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        args = ["serve", "--model-path", "tiny/flux-t2i", "--port", str(port)] + (
-            ["--strict-ports"] if strict else []
-        )
+        args = ["serve", "--model-path", "tiny/flux-t2i", "--port", str(port)] + (["--strict-ports"] if strict else [])
         proc = _run(*args)
     assert proc.returncode != 0
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert "not trying another port" in proc.stderr
 
 
-def test_console_script_lists_models():
+def test_console_script():
     exe = shutil.which("diffperf-refserver")
     if exe is None:
         pytest.skip("package not installed with its console scripts")
-    proc = subprocess.run(
-        [exe, "models"], check=False, capture_output=True, text=True, timeout=60
-    )
+    proc = subprocess.run([exe, "models"], check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == [
         "tiny/flux-t2i",
         "tiny/sd-t2i",
         "tiny/wan-t2v",
     ]
+    bad = subprocess.run(
+        [exe, "serve", "--model-path", "tiny/flux-t2i", "--port", "1", "--nope"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "unrecognized arguments: --nope" in bad.stderr
 
 
 def test_warmup_mode_request_logs_only_the_real_request(start_server):
-    server = start_server(
-        "tiny/flux-t2i", "--warmup-mode", "request", "--num-threads", "2"
-    )
+    server = start_server("tiny/flux-t2i", "--warmup-mode", "request", "--num-threads", "2")
     assert "ready: tiny/flux-t2i" in server.output()
     payload, _ = server.image(**SMALL_IMAGE)
     records = server.records()
@@ -131,21 +133,13 @@ def test_perf_log_lines_stay_whole_under_concurrent_writers(tmp_path, monkeypatc
 
     def write(log: PerfLog, tag: str) -> None:
         for i in range(100):
-            log.write(
-                f"{tag}-{i}", stages, [1.0] * 200, 100.0, MemoryTracker().snapshots()
-            )
+            log.write(f"{tag}-{i}", stages, [1.0] * 200, 100.0, MemoryTracker().snapshots())
 
-    threads = [
-        threading.Thread(target=write, args=(log, f"w{i}"))
-        for i, log in enumerate(logs * 2)
-    ]
+    threads = [threading.Thread(target=write, args=(log, f"w{i}")) for i, log in enumerate(logs * 2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     lines = (tmp_path / PERF_LOG_FILE).read_text().splitlines()
     assert len(lines) == 400
-    assert all(
-        PerfRecord.model_validate(json.loads(line)).steps == [1.0] * 200
-        for line in lines
-    )
+    assert all(PerfRecord.model_validate(json.loads(line)).steps == [1.0] * 200 for line in lines)

@@ -26,17 +26,9 @@ def _median_records(server, body):
         payload, data = server.image(**body)
         records.append(server.record(payload["id"]))
         outputs.add(data)
-    stages = {
-        name: statistics.median(stage_ms(r)[name] for r in records)
-        for name in stage_ms(records[0])
-    }
-    steps = [
-        statistics.median(r.steps[i] for r in records)
-        for i in range(len(records[0].steps))
-    ]
-    outside = statistics.median(
-        stage_ms(r)["DenoisingStage"] - sum(r.steps) for r in records
-    )
+    stages = {name: statistics.median(stage_ms(r)[name] for r in records) for name in stage_ms(records[0])}
+    steps = [statistics.median(r.steps[i] for r in records) for i in range(len(records[0].steps))]
+    outside = statistics.median(stage_ms(r)["DenoisingStage"] - sum(r.steps) for r in records)
     return stages, steps, outside, outputs
 
 
@@ -78,12 +70,8 @@ def test_delays_land_in_their_stage_and_step_only(flux, delayed):
     assert len(base_out) == 1 and out == base_out
 
 
-def test_output_noise_changes_outputs_deterministically_and_jitter_keeps_records_valid(
-    flux, start_server
-):
-    noisy = start_server(
-        "tiny/flux-t2i", "--inject-output-noise", "0.1", "--inject-jitter", "50"
-    )
+def test_output_noise_changes_outputs_deterministically_and_jitter_keeps_records_valid(flux, start_server):
+    noisy = start_server("tiny/flux-t2i", "--inject-output-noise", "0.1", "--inject-jitter", "50")
     _, clean = flux.image(**SMALL_IMAGE)
     first_payload, first = noisy.image(**SMALL_IMAGE)
     _, second = noisy.image(**SMALL_IMAGE)

@@ -27,11 +27,7 @@ def test_health_503_until_ready_then_200(flux):
 
 
 def test_load_marker_printed_once_after_spawn(flux):
-    lines = [
-        line
-        for line in flux.stdout_path.read_text().splitlines()
-        if LOAD_MARKER in line
-    ]
+    lines = [line for line in flux.stdout_path.read_text().splitlines() if LOAD_MARKER in line]
     assert len(lines) == 1
     marker_ns = parse_load_marker(lines[0])
     assert marker_ns is not None
@@ -41,11 +37,7 @@ def test_load_marker_printed_once_after_spawn(flux):
 
 
 def test_default_bind_is_loopback_only(flux):
-    listening = [
-        c
-        for c in psutil.Process(flux.proc.pid).net_connections(kind="inet")
-        if c.status == "LISTEN"
-    ]
+    listening = [c for c in psutil.Process(flux.proc.pid).net_connections(kind="inet") if c.status == "LISTEN"]
     assert [(c.laddr.ip, c.laddr.port) for c in listening] == [("127.0.0.1", flux.port)]
 
 
@@ -126,11 +118,7 @@ def test_bad_image_requests_are_400(flux, body, code):
     resp = flux.post("/v1/images/generations", body, timeout=30)
     assert resp.status_code == 400, resp.text
     error = resp.json()["error"]
-    assert (
-        error["code"] == code
-        and error["message"]
-        and error["type"] == "invalid_request_error"
-    )
+    assert error["code"] == code and error["message"] and error["type"] == "invalid_request_error"
 
 
 def test_malformed_json_is_400(flux):
@@ -146,9 +134,7 @@ def test_malformed_json_is_400(flux):
 
 def test_video_on_image_model_is_400(flux):
     resp = flux.post("/v1/videos", {"prompt": "x"}, timeout=30)
-    assert (
-        resp.status_code == 400 and resp.json()["error"]["code"] == "unsupported_task"
-    )
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == "unsupported_task"
 
 
 @pytest.mark.parametrize(

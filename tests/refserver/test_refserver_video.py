@@ -29,9 +29,7 @@ def _frames(data: bytes, tmp_path) -> list:
     path = tmp_path / "video.mp4"
     path.write_bytes(data)
     with imageio.get_reader(str(path), format="FFMPEG") as reader:
-        return [
-            frame for frame in reader
-        ]  # not list(reader): len() is inf for this reader
+        return [frame for frame in reader]  # not list(reader): len() is inf for this reader
 
 
 def test_video_job_lifecycle_and_mp4(wan, tmp_path):
@@ -83,9 +81,7 @@ def test_video_deterministic(wan):
     contents = []
     for _ in range(2):
         job, _ = wan.video(**SMALL_VIDEO)
-        contents.append(
-            requests.get(f"{wan.url}/v1/videos/{job['id']}/content", timeout=30).content
-        )
+        contents.append(requests.get(f"{wan.url}/v1/videos/{job['id']}/content", timeout=30).content)
     assert contents[0] == contents[1]
 
 

@@ -1,0 +1,77 @@
+"""Plugin options and collection, without starting servers: what a user types and sees."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import GENEROUS, tiny_case
+
+
+def test_sglang_h100_file_collects_84_tests_named_by_key(pytester, sglang_data):
+    (pytester.path / "cases.json").write_text(json.dumps({"cases": [tiny_case("flux_image_t2i")]}))
+    result = pytester.runpytest(
+        "--diffperf=pr_test",
+        f"--diffperf-baselines={sglang_data / 'v0.5.23' / 'perf_baselines'}",
+        "--diffperf-hardware=hopper",
+        "--diffperf-cases=cases.json",
+        "--collect-only",
+        "-q",
+    )
+    ids = [line.split("::", 1)[1] for line in result.outlines if "::" in line]
+    keys = json.loads((sglang_data / "v0.5.23" / "perf_baselines" / "h100.json").read_text())["scenarios"]
+    assert ids == list(keys) and len(ids) == 84
+    assert "wan2_1_t2v_1.3b" in ids and "fsdp-inference" in ids and "ltx_2.3_one_stage_ti2v" in ids
+
+
+def test_npu_hardware_collects_only_the_npu_fragment(pytester, sglang_data):
+    result = pytester.runpytest(
+        "--diffperf=long_term",
+        f"--diffperf-baselines={sglang_data / 'v0.5.23' / 'perf_baselines'}",
+        "--diffperf-hardware=npu",
+        "--collect-only",
+        "-q",
+    )
+    result.stdout.fnmatch_lines(["*13 tests collected*"])
+    assert "::flux_image_t2i_npu" in result.stdout.str()
+
+
+def test_ini_keys_configure_the_plugin_and_command_line_wins(pytester, suite):
+    suite([tiny_case("from_ini")], {"from_ini": GENEROUS})
+    (pytester.path / "other.json").write_text(
+        (pytester.path / "baselines.json").read_text().replace("from_ini", "from_cli")
+    )
+    pytester.makeini(
+        "[pytest]\ndiffperf_baselines = baselines.json\ndiffperf_cases = cases.json\n"
+        "diffperf_server = reference\ndiffperf_hardware = cpu\n"
+    )
+    ini_run = pytester.runpytest("--diffperf=pr_test", "--collect-only", "-q")
+    ini_run.stdout.fnmatch_lines(["baselines.json::from_ini"])
+    cli_run = pytester.runpytest("--diffperf=pr_test", "--diffperf-baselines=other.json", "--collect-only", "-q")
+    cli_run.stdout.fnmatch_lines(["other.json::from_cli", "other.json::from_ini"])
+
+
+def test_user_errors_are_one_line_without_traceback(pytester, suite):
+    args = suite([tiny_case("a")], {"a": GENEROUS})
+    cases = [
+        (["--diffperf=nightly"], "unknown tolerance profile 'nightly'; the file has: pr_test, long_term"),
+        (["--diffperf-baselines=missing.json"], "missing.json: file not found"),
+        (["--diffperf-hardware=tpu"], "tpu"),
+        (["--diffperf-server=comfy"], "unknown launcher 'comfy'; known: reference, sglang"),
+        (["--diffperf-preset=fast"], "unknown preset 'fast'"),
+        (["--diffperf-startup-timeout=-1"], "--diffperf-startup-timeout: expected a positive number of seconds"),
+        (["--diffperf-request-timeout=soon"], "--diffperf-request-timeout: expected a number of seconds, got 'soon'"),
+    ]
+    (pytester.path / "broken_cases.json").write_text('{"cases": [{"id": "a", "task": "text-to-image"}]}')
+    cases.append((["--diffperf-cases=broken_cases.json"], "broken_cases.json: cases.0.model: required key is missing"))
+    for extra, expected in cases:
+        result = pytester.runpytest(*args, *extra)
+        err = result.stderr.str()
+        assert result.ret == 4, (extra, err)
+        assert expected in err, (extra, err)
+        assert "Traceback" not in err and err.count("ERROR: diffperf:") == 1
+
+
+def test_diffperf_without_baselines_says_what_to_pass(pytester):
+    result = pytester.runpytest("--diffperf=pr_test")
+    assert result.ret == 4
+    assert "needs a baseline file: pass --diffperf-baselines PATH" in result.stderr.str()

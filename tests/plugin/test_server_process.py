@@ -1,0 +1,79 @@
+"""ServerProcess on small real processes: fatal patterns, exit, readiness progress, whole-tree teardown."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from pytest_diffperf.server import ServerError, ServerProcess, free_port
+
+
+def script_server(tmp_path, body: str) -> ServerProcess:
+    script = tmp_path / "server.py"
+    script.write_text(textwrap.dedent(body))
+    return ServerProcess([sys.executable, "-u", str(script)], {}, tmp_path / "log" / "server.log", free_port())
+
+
+def test_fatal_pattern_fails_at_once_with_log_tail(tmp_path):
+    server = script_server(
+        tmp_path,
+        """
+        import time
+        print("loading weights")
+        print("Fatal Python error: Segmentation fault")
+        time.sleep(60)
+    """,
+    )
+    server.start()
+    try:
+        with pytest.raises(ServerError) as info:
+            server.wait_ready(timeout=30)
+    finally:
+        server.stop()
+    message = str(info.value)
+    assert "printed a fatal error while starting: Fatal Python error: Segmentation fault" in message
+    assert "--- last 200 lines ---\nloading weights\n" in message
+    assert (tmp_path / "log" / "server.log").read_text().startswith("loading weights")
+
+
+def test_exit_during_startup_reports_code(tmp_path):
+    server = script_server(tmp_path, "import sys\nprint('no GPU found')\nsys.exit(3)\n")
+    server.start()
+    with pytest.raises(ServerError, match=r"exited with code 3 while starting(.|\n)*no GPU found"):
+        server.wait_ready(timeout=30)
+
+
+def test_readiness_deadline_with_progress_lines(tmp_path):
+    server = script_server(tmp_path, "import time\ntime.sleep(60)\n")
+    lines: list[str] = []
+    server.start()
+    try:
+        with pytest.raises(ServerError, match=r"not ready after 2 s"):
+            server.wait_ready(timeout=1.6, progress=lines.append, every=0.5)
+    finally:
+        server.stop()
+    assert len(lines) >= 2 and all(line.startswith(f"diffperf: waiting for {server.base_url}") for line in lines)
+
+
+def test_load_marker_gives_load_time_and_stop_kills_the_whole_tree(tmp_path):
+    server = script_server(
+        tmp_path,
+        """
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        print(f"[server-load] workers_ready_monotonic_ns={time.monotonic_ns()}", flush=True)
+        time.sleep(60)
+    """,
+    )
+    server.start()
+    deadline = time.monotonic() + 20
+    while server.load_ms is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    tree = [psutil.Process(server.pid)] + psutil.Process(server.pid).children(recursive=True)
+    assert len(tree) == 2 and server.load_ms is not None and 0 < server.load_ms < 20000
+    server.stop()
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in tree)
