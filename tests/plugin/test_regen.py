@@ -170,7 +170,7 @@ def test_two_xdist_workers_write_different_scenarios_of_one_file(pytester, suite
     args = suite(cases, {"group_a": GENEROUS, "untouched": {**GENEROUS, "notes": "kept"}})
     path = pytester.path / "baselines.json"
     before = path.read_text()
-    result = regen(pytester, args, "-n", "2", "--dist", "loadgroup", "-k", "group")
+    result = regen(pytester, args, "-n", "2", "--dist", "loadgroup", "-k", "group", "-p", "no:benchmark")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["policy replace: 1 added, 1 replaced (written: *baselines.json)"])
     doc = json.loads(path.read_text())
