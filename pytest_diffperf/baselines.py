@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .errors import DiffperfError
 from .jsonfile import join, kind, read_json_object, validate
-from .platforms import FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
+from .platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
 
 SINGLE_FILE = "perf_baselines.json"
 PLATFORM_DIR = "perf_baselines"
@@ -177,9 +177,14 @@ def baseline_files(path: str | Path, hardware: str | None = None) -> list[Path]:
         path = path / f"{stem}.json"
     elif not path.is_file():
         raise DiffperfError("file not found", source=str(path))
-    base = path.parent.parent if path.parent.name == PLATFORM_DIR else path.parent
-    fragments = [base / rel for rel in FRAGMENTS if (base / rel).is_file()]
-    return [path] + [f for f in fragments if f.resolve() != path.resolve()]
+    fragments = [fragment_path(path, p) for p in FRAGMENT_PLATFORMS]
+    return [path] + [f for f in fragments if f.is_file() and f.resolve() != path.resolve()]
+
+
+def fragment_path(primary: Path, platform: str) -> Path:
+    """The NPU or MUSA fragment merged into the platform (or single) file ``primary``."""
+    base = primary.parent.parent if primary.parent.name == PLATFORM_DIR else primary.parent
+    return base / FRAGMENTS[FRAGMENT_PLATFORMS.index(platform)]
 
 
 def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name: str | None = None) -> BaselineSet:

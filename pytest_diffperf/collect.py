@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import pytest
 
 from .client import RequestError
 from .perflog import PerfLogError
+from .regenrun import get_regen
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
 from .runner import measure
 from .scenario import (
@@ -61,8 +63,13 @@ class ScenarioItem(pytest.Item):
             pytest.skip(f"{self.name}: run_perf_check is false")
         assert self.server is not None
         timeout = self.case.timeout_s or ds.settings.diffperf_request_timeout
+        started = time.monotonic()
         samples = measure(self.server, ds.launcher, self.case, timeout)
         measurement = measurement_of(samples, self.case, self.server.load_ms)
+        regen = get_regen(self.config)
+        if regen is not None:
+            self._finish(regen.regenerate(self, samples, measurement, time.monotonic() - started))
+            return
         if self.scenario is None:
             message = missing_baseline_message(self.name, str(ds.baselines.primary), measurement)
             self._finish(ScenarioResult(self.name, "fail", message=message))

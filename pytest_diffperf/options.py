@@ -23,6 +23,7 @@ class Option:
     help: str
     default: str | None = None
     is_path: bool = False
+    is_flag: bool = False  # takes no value on the command line; ini: true/false
 
     @property
     def dest(self) -> str:
@@ -47,6 +48,10 @@ OPTIONS = (
     Option("--diffperf-shard-id", "shard K (1-based), with --diffperf-num-shards N"),
     Option("--diffperf-num-shards", "number of shards N, with --diffperf-shard-id K"),
     Option("--diffperf-devices", "devices to split among xdist workers, e.g. 0,1,2,3 (default: *_VISIBLE_DEVICES)"),
+    Option("--regen-baselines", "measure the selected scenarios and write them into the baseline file", is_flag=True),
+    Option("--regen-policy", "regeneration policy: replace, improve or tighten (see docs/regen.md)", default="replace"),
+    Option("--regen-min-improvement", "e2e gain the improve policy needs (0.05 or 5%%)", default="5%"),
+    Option("--regen-dry-run", "regenerate, print the summary and a diff, write nothing", is_flag=True),
 )
 
 
@@ -67,6 +72,10 @@ class Settings:
     diffperf_shard_id: str | None
     diffperf_num_shards: str | None
     diffperf_devices: str | None
+    regen_baselines: bool
+    regen_policy: str  # checked by regen.RegenSettings
+    regen_min_improvement: str
+    regen_dry_run: bool
 
     @property
     def profile(self) -> str | None:
@@ -76,21 +85,38 @@ class Settings:
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("diffperf", "diffusion serving performance regressions")
     for opt in OPTIONS:
-        metavar = "PROFILE" if opt.flag == "--diffperf" else opt.dest.rsplit("_", 1)[-1].upper()
-        group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
-        parser.addini(opt.dest, opt.help, default=None)
+        if opt.is_flag:
+            group.addoption(opt.flag, dest=opt.dest, action="store_true", default=None, help=opt.help)
+        else:
+            metavar = "PROFILE" if opt.flag == "--diffperf" else opt.dest.rsplit("_", 1)[-1].upper()
+            group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
+        parser.addini(opt.dest, opt.help.replace("%%", "%"), default=None)
+
+
+def option_value(config: pytest.Config, dest: str) -> object:
+    """The raw value of an option: command line, else ini key, else default (None if unset)."""
+    return _raw(config, next(opt for opt in OPTIONS if opt.dest == dest))[0]
+
+
+def _raw(config: pytest.Config, opt: Option) -> tuple[object, Path]:
+    raw, base = config.getoption(opt.dest), config.invocation_params.dir
+    if raw is None:
+        raw, base = config.getini(opt.dest), config.rootpath
+    return (raw if raw not in (None, "") else opt.default), Path(base)
+
+
+def truthy(raw: object) -> bool:
+    """A flag's value: True from the command line, or an ini string such as true/1/yes/on."""
+    return raw is True or str(raw).strip().lower() in ("1", "true", "yes", "on")
 
 
 def read_settings(config: pytest.Config) -> Settings:
     values: dict[str, object] = {}
     for opt in OPTIONS:
-        raw, base = config.getoption(opt.dest), config.invocation_params.dir
-        if raw is None:
-            raw, base = config.getini(opt.dest), config.rootpath
-        raw = raw if raw not in (None, "") else opt.default
+        raw, base = _raw(config, opt)
         if raw is not None and opt.is_path:
-            raw = (Path(base) / str(raw)).resolve()
-        values[opt.dest] = raw
+            raw = (base / str(raw)).resolve()
+        values[opt.dest] = truthy(raw) if opt.is_flag else raw
     for name in ("diffperf_startup_timeout", "diffperf_request_timeout"):
         values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
     return Settings(**values)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """pytest entry point: wiring only. The work lives in session, collect, report and the modules they use.
 
-Heavy modules are imported only once ``--diffperf`` is given, so a plain ``pytest`` is unaffected.
+Heavy modules are imported only once ``--diffperf`` or regeneration (``--regen-baselines``) is
+asked for, so a plain ``pytest`` is unaffected.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 
 from .errors import DiffperfError
 from .options import SESSION_KEY, add_options
+from .regen import requested
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,7 +31,8 @@ def pytest_cmdline_main(config: pytest.Config):
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): pytest-xdist group (one server group per worker)")
-    if not (config.getoption("diffperf") or config.getini("diffperf")):
+    regen = requested(config)
+    if not (config.getoption("diffperf") or config.getini("diffperf") or regen):
         return
     from .distribute import configure_xdist
     from .report import ResultsCollector
@@ -37,6 +40,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     try:
         ds = DiffperfSession.from_config(config)
+        if regen:
+            from .regenrun import start_regen
+
+            start_regen(config, ds)
     except DiffperfError as exc:
         raise pytest.UsageError(f"diffperf: {exc}") from None
     config.stash[SESSION_KEY] = ds

@@ -47,6 +47,7 @@ class ServerProcess:
         self.port = port
         self.base_url = f"http://{host}:{port}"
         self.load_ms: float | None = None
+        self.ready_s: float | None = None  # from spawn until /health answered 200
         self.perf_log: Path = log_path.parent / protocol.PERF_LOG_FILE
         self.fatal: str | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
@@ -85,6 +86,7 @@ class ServerProcess:
             self.check_alive("while starting")
             try:
                 if requests.get(self.base_url + protocol.HEALTH_PATH, timeout=5).status_code == 200:
+                    self.ready_s = (time.monotonic_ns() - self._spawn_ns) / 1e9
                     return
             except requests.RequestException:
                 pass

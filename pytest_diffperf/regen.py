@@ -1,0 +1,208 @@
+"""Baseline regeneration: when it is on, and the one rule that decides each scenario's new entry.
+
+``decide(policy, existing, measured)`` is pure: plain JSON dicts in (the file's entry, or None, and
+the measured snapshot from ``snapshot.measured_scenario``), a ``Decision`` out. Policies:
+
+- ``replace``: the measured scenario replaces the existing one;
+- ``improve``: replace only when e2e improved by at least ``min_improvement`` and no top-level
+  metric (e2e, load, avg, median, DenoisingStage) got worse; otherwise keep it, saying why;
+- ``tighten``: field-wise min(existing, measured); avg and median are recomputed from the
+  resulting step map (and never raised), so no value ever goes up.
+
+Every policy keeps what was not measured (notes, timing_tolerance, unknown keys, memory fields
+and stages the measurement lacks) and never turns a guard on: a field or stage set to null stays
+null. A scenario without an entry is added.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from .errors import DiffperfError
+from .options import Settings, option_value, truthy
+
+ENV_ALIAS = "SGLANG_GEN_BASELINE"
+POLICIES = ("replace", "improve", "tighten")
+ACTIONS = ("added", "replaced", "tightened", "kept")
+STEPS = "denoise_step_ms"
+STAGES = "stages_ms"
+DENOISING = "DenoisingStage"
+TOP_LEVEL = (  # (path in the scenario, label): the metrics improve never lets get worse
+    (("expected_e2e_ms",), "e2e"),
+    (("expected_load_ms",), "load"),
+    (("expected_avg_denoise_ms",), "avg denoise"),
+    (("expected_median_denoise_ms",), "median denoise"),
+    ((STAGES, DENOISING), DENOISING),
+)
+
+
+def requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> bool:
+    """``--regen-baselines`` or ``--regen-dry-run`` (or their ini keys); or ``SGLANG_GEN_BASELINE=1``
+    where a baseline file is configured (elsewhere the variable is left to SGLang's own harness)."""
+    if truthy(option_value(config, "regen_baselines")) or truthy(option_value(config, "regen_dry_run")):
+        return True
+    return truthy(env.get(ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
+
+
+def parse_policy(raw: object) -> str:
+    policy = str(raw).strip().lower()
+    if policy not in POLICIES:
+        raise DiffperfError(f"unknown policy {raw!r}; expected one of: {', '.join(POLICIES)}", source="--regen-policy")
+    return policy
+
+
+def parse_min_improvement(raw: object) -> float:
+    """``5%`` or ``0.05``: a fraction in [0, 1)."""
+    text = str(raw).strip()
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 1:
+        raise DiffperfError(
+            f"expected a fraction in [0, 1) such as 0.05 or 5%, got {raw!r}", source="--regen-min-improvement"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class RegenSettings:
+    policy: str
+    min_improvement: float
+    dry_run: bool
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RegenSettings:
+        return cls(
+            parse_policy(settings.regen_policy),
+            parse_min_improvement(settings.regen_min_improvement),
+            settings.regen_dry_run,
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # one of ACTIONS
+    entry: dict[str, Any]  # the scenario as it is to be in the file (the existing one when kept)
+    reason: str
+    previous: dict[str, Any] | None = None  # the entry the file had
+
+    def changes(self) -> list[tuple[str, float | None, float]]:
+        return changes(self.previous, self.entry)
+
+    @property
+    def writes(self) -> bool:
+        return self.action != "kept"
+
+
+def decide(
+    policy: str, existing: Mapping[str, Any] | None, measured: Mapping[str, Any], min_improvement: float = 0.05
+) -> Decision:
+    """The new entry of one scenario, and why."""
+    if existing is None:
+        return Decision("added", dict(measured), "no baseline yet")
+    if policy == "tighten":
+        action, entry, reason = _tighten(existing, measured)
+    elif policy == "replace":
+        action, entry, reason = "replaced", _merge(existing, measured), "policy replace"
+    else:
+        action, entry, reason = _improve(existing, _merge(existing, measured), min_improvement)
+    return Decision(action, entry, reason, dict(existing))
+
+
+def _merge(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, Any]:
+    """``existing`` with every measured field replaced (the step map whole, stages one by one)."""
+    entry = dict(existing)
+    for key, value in measured.items():
+        old = existing.get(key, ...)
+        if key == STAGES and isinstance(old, dict):
+            entry[key] = {**old, **{s: v for s, v in value.items() if old.get(s, ...) is not None}}
+        elif old is not None:
+            entry[key] = value
+    return entry
+
+
+def _improve(existing: Mapping[str, Any], merged: dict[str, Any], min_improvement: float) -> tuple[str, dict, str]:
+    old_e2e, new_e2e = _number(existing, "expected_e2e_ms"), _number(merged, "expected_e2e_ms")
+    if not old_e2e or new_e2e is None:
+        return "kept", dict(existing), "the baseline's e2e is 0 or missing: nothing to improve on"
+    gain = 1 - new_e2e / old_e2e
+    e2e_text = f"e2e {old_e2e:.2f} -> {new_e2e:.2f} ms ({-gain:+.1%})"
+    if gain < min_improvement - 1e-9:  # a gain of exactly the threshold is enough
+        return "kept", dict(existing), f"{e2e_text}, improve needs at least {-min_improvement:+.1%}"
+    for path, label in TOP_LEVEL:
+        old, new = _number(existing, *path), _number(merged, *path)
+        if old is not None and new is not None and new > old:
+            return "kept", dict(existing), f"{label} got worse: {old:.2f} -> {new:.2f} ({new / old - 1:+.1%})"
+    return "replaced", merged, f"{e2e_text}, no top-level metric worse"
+
+
+def _tighten(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[str, dict, str]:
+    old_steps, new_steps = existing.get(STEPS), measured.get(STEPS, {})
+    if isinstance(old_steps, dict) and set(old_steps) != set(new_steps):
+        reason = (
+            f"the step map changed ({len(old_steps)} -> {len(new_steps)} steps): tighten compares steps "
+            "index by index; use --regen-policy replace"
+        )
+        return "kept", dict(existing), reason
+    entry = dict(existing)
+    for key, value in measured.items():
+        old = existing.get(key, ...)
+        if isinstance(old, dict) and isinstance(value, dict):
+            entry[key] = {**old, **{k: _lower(old.get(k, ...), v) for k, v in value.items()}}
+        else:
+            entry[key] = _lower(old, value)
+    steps = [v for _, v in sorted(entry.get(STEPS, {}).items(), key=lambda kv: int(kv[0]))]
+    if steps and all(isinstance(v, (int, float)) for v in steps):
+        for key, computed in (
+            ("expected_avg_denoise_ms", statistics.fmean(steps)),
+            ("expected_median_denoise_ms", statistics.median(steps)),
+        ):
+            entry[key] = _lower(existing.get(key, ...), round(computed, 2))
+    if entry == dict(existing):
+        return "kept", entry, "no measured value is lower"
+    return "tightened", entry, "field-wise minimum"
+
+
+def _lower(old: Any, new: Any) -> Any:
+    """min(old, new) for numbers; an absent field (``...``) takes ``new``; anything else stays."""
+    if old is ...:
+        return new
+    if _is_number(old) and _is_number(new):
+        return min(old, new)
+    return old
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(entry: Mapping[str, Any], *path: str) -> float | None:
+    """The numeric field at ``path`` (``"stages_ms", "DenoisingStage"``), or None."""
+    value: Any = entry
+    for part in path:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return float(value) if _is_number(value) else None
+
+
+def changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[tuple[str, float | None, float]]:
+    """(field, old value or None, new value) for every numeric field whose value differs."""
+    out = []
+    for key, value in new.items():
+        if isinstance(value, Mapping):
+            for sub, sub_value in value.items():
+                before = _number(old or {}, key, sub)
+                if _is_number(sub_value) and before != sub_value:
+                    out.append((f"{key}.{sub}", before, float(sub_value)))
+        elif _is_number(value):
+            before = _number(old or {}, key)
+            if before != value:
+                out.append((key, before, float(value)))
+    return out
