@@ -42,6 +42,7 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Replace ``path`` with ``data`` (str is written as UTF-8); keeps the file's permission bits."""
     path = Path(path).resolve()  # through a symlink: replace the file it points to, not the link
+    path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
         mode = path.stat().st_mode & 0o7777

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 
 import pytest
 
 from .client import RequestError
+from .outputcheck import compare
 from .perflog import PerfLogError
 from .regenrun import get_regen
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
@@ -51,49 +53,61 @@ class ScenarioItem(pytest.Item):
             self.add_marker(pytest.mark.xdist_group(self.spec.key))
 
     def setup(self) -> None:
-        if self.spec is not None and self.case is not None and self.case.run_perf_check:
+        if self.spec is not None and self.case is not None and (self.case.run_perf_check or self._compares()):
             self.server = _session(self.config).pool.get(self.spec)
+
+    def _compares(self) -> bool:
+        return _session(self.config).consistency is not None and bool(self.case and self.case.run_consistency_check)
 
     def runtest(self) -> None:
         ds = _session(self.config)
         source = str(ds.baselines.source.get(self.name, ds.baselines.primary))
         if self.case is None:
             self._finish(ScenarioResult(self.name, "fail", message=missing_case_message(self.name, source, _path(ds))))
-        if not self.case.run_perf_check:
-            pytest.skip(f"{self.name}: run_perf_check is false")
-        assert self.server is not None
+        if self.server is None:
+            pytest.skip(f"{self.name}: run_perf_check is false and its output is not compared")
         timeout = self.case.timeout_s or ds.settings.diffperf_request_timeout
         started = time.monotonic()
         samples = measure(self.server, ds.launcher, self.case, timeout)
         measurement = measurement_of(samples, self.case, self.server.load_ms)
+        result = self._perf(ds, samples, measurement, time.monotonic() - started)
+        failure = None
+        if self._compares():
+            assert ds.consistency is not None and ds.thresholds is not None
+            result.consistency, failure = compare(self.case, samples[0].output, ds.consistency, ds.thresholds)
+        self._finish(result, failure)
+
+    def _perf(self, ds: DiffperfSession, samples, measurement, measure_s: float) -> ScenarioResult:
+        """Regenerated, not judged, missing its baseline, or judged by the limit engine."""
         regen = get_regen(self.config)
         if regen is not None:
-            self._finish(regen.regenerate(self, samples, measurement, time.monotonic() - started))
-            return
-        if self.scenario is None:
+            return regen.regenerate(self, samples, measurement, measure_s)
+        if ds.settings.profile is None or not self.case.run_perf_check:
+            result = ScenarioResult(self.name, "unjudged", message="performance not judged")
+        elif self.scenario is None:
             message = missing_baseline_message(self.name, str(ds.baselines.primary), measurement)
-            self._finish(ScenarioResult(self.name, "fail", message=message))
-        result = judge(
-            self.name,
-            self.scenario,
-            measurement,
-            ds.baselines.profile(ds.settings.profile),
-            ds.preset,
-            ds.baselines.step_fractions,
-        )
+            return ScenarioResult(self.name, "fail", message=message)
+        else:
+            tolerances = ds.baselines.profile(ds.settings.profile)
+            step_fractions = ds.baselines.step_fractions
+            result = judge(self.name, self.scenario, measurement, tolerances, ds.preset, step_fractions)
         result.rows = request_rows(self.name, samples, measurement, ds.baselines.step_fractions)
         result.server = self.server.info()
-        self._finish(result)
+        return result
 
-    def _finish(self, result: ScenarioResult) -> None:
+    def _finish(self, result: ScenarioResult, consistency_failure: Exception | None = None) -> None:
         self.user_properties.append((RESULT_PROPERTY, result.to_json()))
         for row in result.rows[:1]:
             for key in ("e2e_ms", "load_ms", "avg_step_ms", "median_step_ms"):
                 self.user_properties.append((f"diffperf_{key}", row[key]))
         self.user_properties.append(("diffperf_verdict", result.verdict))
-        if result.verdict == "fail":
+        if result.consistency is not None:
+            self.user_properties.append(("diffperf_consistency", json.dumps(result.consistency)))
+        messages = [result.message] if result.verdict == "fail" else []
+        messages += [str(consistency_failure)] if consistency_failure else []
+        if messages:
             tail = f"\n\n{self.server.log_section()}" if self.server else ""
-            raise ScenarioFailure(result.message + tail)
+            raise ScenarioFailure("\n\n".join(messages) + tail)
         if result.verdict == "unguarded":
             warnings.warn(UnguardedWarning(f"{self.name}: {result.message}"), stacklevel=1)
 

@@ -52,6 +52,13 @@ OPTIONS = (
     Option("--regen-policy", "regeneration policy: replace, improve or tighten (see docs/regen.md)", default="replace"),
     Option("--regen-min-improvement", "e2e gain the improve policy needs (0.05 or 5%%)", default="5%"),
     Option("--regen-dry-run", "regenerate, print the summary and a diff, write nothing", is_flag=True),
+    Option("--diffperf-gt-dir", "ground-truth folder (SGLang names); else SGLANG_CONSISTENCY_GT_DIR", is_path=True),
+    Option("--diffperf-thresholds", "consistency thresholds: a file or consistency_thresholds/ folder", is_path=True),
+    Option("--diffperf-clip-model", "open_clip architecture for the CLIP similarity", default="ViT-L-14"),
+    Option("--diffperf-clip-pretrained", "CLIP weights: open_clip tag, local file, or none", default="openai"),
+    Option("--diffperf-frames", "video frames to compare: first,mid,last | all | every:K", default="first,mid,last"),
+    Option("--diffperf-artifacts", "write comparison images and metrics per case here", is_path=True),
+    Option("--regen-ground-truth", "write the outputs as ground truth instead of comparing them", is_flag=True),
 )
 
 
@@ -76,6 +83,13 @@ class Settings:
     regen_policy: str  # checked by regen.RegenSettings
     regen_min_improvement: str
     regen_dry_run: bool
+    diffperf_gt_dir: Path | None
+    diffperf_thresholds: Path | None
+    diffperf_clip_model: str
+    diffperf_clip_pretrained: str
+    diffperf_frames: str
+    diffperf_artifacts: Path | None
+    regen_ground_truth: bool
 
     @property
     def profile(self) -> str | None:

@@ -12,7 +12,7 @@ import pytest
 
 from .errors import DiffperfError
 from .options import SESSION_KEY, add_options
-from .regen import requested
+from .regen import ground_truth_requested, requested
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,7 +32,7 @@ def pytest_cmdline_main(config: pytest.Config):
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): pytest-xdist group (one server group per worker)")
     regen = requested(config)
-    if not (config.getoption("diffperf") or config.getini("diffperf") or regen):
+    if not (config.getoption("diffperf") or config.getini("diffperf") or regen or ground_truth_requested(config)):
         return
     from .distribute import configure_xdist
     from .report import ResultsCollector
@@ -50,7 +50,8 @@ def pytest_configure(config: pytest.Config) -> None:
     configure_xdist(config)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(ds.baselines.primary)]  # no paths given: run the scenarios, not the test files
-    config.pluginmanager.register(ResultsCollector(ds.header(), ds.settings.diffperf_json), "diffperf-results")
+    artifacts = ds.consistency.artifacts_dir if ds.consistency else None
+    config.pluginmanager.register(ResultsCollector(ds.header(), ds.settings.diffperf_json, artifacts), "diffperf-results")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -109,7 +110,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
     warnings = [f for f in lint_baselines(ds.baselines) if f.severity == "warning"]
     lint = f"diffperf: lint: {len(warnings)} warning(s) in the baseline files (see: diffperf lint FILE)"
-    lines = [f"diffperf: {k}={v}" for k, v in ds.header().items()] + [lint, f"diffperf: logs in {ds.workdir}"]
+    lines = [f"diffperf: {k}={v}" for k, v in ds.header().items() if v is not None] + [lint, f"diffperf: logs in {ds.workdir}"]
     if ds.shard is not None:
         from .distribute import shard_header
 

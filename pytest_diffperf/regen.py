@@ -29,6 +29,7 @@ from .errors import DiffperfError
 from .options import Settings, option_value, truthy
 
 ENV_ALIAS = "SGLANG_GEN_BASELINE"
+GT_ENV_ALIAS = "SGLANG_GEN_GT"  # read again by consistency.config_from_env, which also takes SGLANG_GT_OUTPUT_DIR
 POLICIES = ("replace", "improve", "tighten")
 ACTIONS = ("added", "replaced", "tightened", "kept")
 STEPS = "denoise_step_ms"
@@ -49,6 +50,13 @@ def requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> boo
     if truthy(option_value(config, "regen_baselines")) or truthy(option_value(config, "regen_dry_run")):
         return True
     return truthy(env.get(ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
+
+
+def ground_truth_requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> bool:
+    """``--regen-ground-truth`` (or its ini key); or ``SGLANG_GEN_GT=1`` where a baseline file is configured."""
+    if truthy(option_value(config, "regen_ground_truth")):
+        return True
+    return truthy(env.get(GT_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
 
 
 def parse_policy(raw: object) -> str:

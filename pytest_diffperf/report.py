@@ -23,9 +23,10 @@ RESULTS_VERSION = 1
 
 
 class ResultsCollector:
-    def __init__(self, header: dict[str, Any], json_path: Path | None):
+    def __init__(self, header: dict[str, Any], json_path: Path | None, artifacts_dir: Path | None = None):
         self.header = header
         self.json_path = json_path
+        self.artifacts_dir = artifacts_dir  # where the consistency summary.json goes
         self.results: dict[str, ScenarioResult] = {}
 
     @pytest.hookimpl
@@ -58,6 +59,11 @@ class ResultsCollector:
         if self.json_path:
             self.json_path.parent.mkdir(parents=True, exist_ok=True)
             self.json_path.write_text(json.dumps(self.document(), indent=2) + "\n", encoding="utf-8")
+        compared = [r.consistency for r in self.results.values() if r.consistency]
+        if self.artifacts_dir and compared:
+            from .consistency import write_summary
+
+            write_summary(compared, self.artifacts_dir)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             with open(summary, "a", encoding="utf-8") as out:
@@ -76,8 +82,10 @@ class ResultsCollector:
 
 
 def table(results: Iterable[ScenarioResult]) -> list[list[str]]:
-    """The summary table: a header row, then one row per scenario."""
-    rows = [["scenario", "e2e ms", "expected", "limit", "worst check", "verdict"]]
+    """The summary table: a header row, then one row per scenario; an ``output`` column when outputs were compared."""
+    results = list(results)
+    compared = any(r.consistency for r in results)
+    rows = [["scenario", "e2e ms", "expected", "limit", "worst check", "verdict"] + ["output"] * compared]
     for result in results:
         e2e = result.check("e2e") or {}
         worst = result.worst()
@@ -91,6 +99,7 @@ def table(results: Iterable[ScenarioResult]) -> list[list[str]]:
                 worst_text,
                 result.verdict.upper(),
             ]
+            + [result.consistency["status"].upper() if result.consistency else "-"] * compared
         )
     return rows
 

@@ -13,6 +13,8 @@ from .cases import Case
 from .runner import Sample
 from .snapshot import measured_scenario
 
+PERF_PREFIX = "PERFORMANCE:"  # consistency failures start with "CONSISTENCY:" instead
+
 
 class ScenarioFailure(Exception):
     """A verdict against the scenario (a regression, a missing case or baseline): message only."""
@@ -28,6 +30,7 @@ class ScenarioResult:
     checks: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
     server: dict[str, Any] | None = None  # pid, port, load_ms and log of the server that ran it
+    consistency: dict[str, Any] | None = None  # the output-vs-ground-truth result, when compared
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -113,7 +116,8 @@ def judge(
     ]
     verdicts = {r.verdict for r in results}
     if verdicts & {"fail", "missing"}:
-        verdict, message = "fail", limits.format_failures(results)
+        failing = sum(r.verdict in ("fail", "missing") for r in results)
+        verdict, message = "fail", f"{PERF_PREFIX} {failing} check(s) failed\n{limits.format_failures(results)}"
     elif "unguarded" in verdicts:
         verdict = "unguarded"
         message = "; ".join(r.message for r in results if r.verdict == "unguarded")

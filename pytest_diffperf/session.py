@@ -6,6 +6,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,7 +20,12 @@ from .limits import Preset, get_preset
 from .options import SESSION_KEY, Settings, read_settings
 from .platforms import FRAGMENT_PLATFORMS, FRAGMENTS, canonical_platform
 from .pool import ServerPool
+from .regen import ground_truth_requested
 from .sharding import Shard, parse_shard
+
+if TYPE_CHECKING:
+    from .consistency import ConsistencyConfig
+    from .thresholds import ThresholdSet
 
 
 @dataclass
@@ -33,6 +39,8 @@ class DiffperfSession:
     workdir: Path
     devices: DeviceShare  # this process's devices and ports
     shard: Shard | None = None  # run only this shard's scenarios
+    consistency: ConsistencyConfig | None = None  # None: outputs are not compared
+    thresholds: ThresholdSet | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
@@ -66,6 +74,11 @@ class DiffperfSession:
             devices=devices,
         )
         ds.shard = shard_of(ds, *shard) if shard else None
+        if any(c.run_consistency_check for c in cases.values()):
+            from .outputcheck import consistency_config, thresholds  # imports scikit-image: only when needed
+
+            ds.consistency = consistency_config(settings, ground_truth_requested(config))
+            ds.thresholds = thresholds(settings) if ds.consistency else None
         return ds
 
     def scenario_ids(self) -> list[str]:
@@ -84,6 +97,7 @@ class DiffperfSession:
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
             "launcher": self.launcher.name,
             "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,
+            "consistency": self.consistency.describe() if self.consistency else "off (no ground-truth folder)",
         }
 
     def close(self) -> None:

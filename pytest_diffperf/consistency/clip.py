@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..atomicfile import write_atomic
 from ..errors import DiffperfError
-from .fsutil import write_atomic
 
 DEFAULT_MODEL = "ViT-L-14"  # the architecture SGLang's thresholds were set with ...
 DEFAULT_PRETRAINED = "openai"  # ... and its weights

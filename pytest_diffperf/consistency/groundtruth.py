@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from ..atomicfile import write_atomic
 from . import manifest
-from .fsutil import write_atomic
 
 IMAGE_EXTS = ("png", "jpg", "webp")
 

@@ -1,0 +1,64 @@
+"""Output consistency through the plugin: ground truth regenerated, then compared, on real servers."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import GENEROUS, results, tiny_case
+
+CLIP = ["--diffperf-gt-dir=gt", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none"]
+
+
+def video_case(case_id: str, serve_args: str = "") -> dict:
+    return tiny_case(
+        case_id, serve_args, model="tiny/wan-t2v", task="text-to-video", num_frames=5, fps=4, num_inference_steps=2
+    )
+
+
+def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_and_frame(pytester, suite):
+    cases = [tiny_case("img"), video_case("vid")]
+    args = suite(cases, {"img": GENEROUS, "vid": GENEROUS}) + CLIP
+    regen = pytester.runpytest_subprocess(*args, "--regen-ground-truth")
+    regen.assert_outcomes(passed=2)
+    gt = pytester.path / "gt"
+    assert sorted(p.name for p in gt.iterdir() if p.is_file()) == [
+        "img_1gpu.png", "manifest.json", "vid_1gpu_frame_0.png", "vid_1gpu_frame_last.png", "vid_1gpu_frame_mid.png"
+    ]  # fmt: skip
+
+    same = pytester.runpytest_subprocess(*args, "--junitxml=junit.xml", "--diffperf-artifacts=art")
+    same.assert_outcomes(passed=2)
+    same.stdout.fnmatch_lines(["diffperf: consistency=GT *gt*CLIP diffperf-tiny/none, frames first,mid,last"])
+    doc = results(pytester)
+    statuses = {s["case"]: s["consistency"]["status"] for s in doc["scenarios"]}
+    assert statuses == {"img": "passed", "vid": "passed"}
+    assert [f["label"] for f in doc["scenarios"][1]["consistency"]["frames"]] == ["0", "mid", "last"]  # SGLang's GT names: _frame_0, _frame_mid, _frame_last
+    assert 'name="diffperf_consistency"' in (pytester.path / "junit.xml").read_text()
+    summary = json.loads((pytester.path / "art" / "consistency" / "summary.json").read_text())
+    assert summary["counts"] == {"passed": 2}
+
+    noisy = [tiny_case("img", "--inject-output-noise 0.1"), video_case("vid", "--inject-output-noise 0.1")]
+    args = suite(noisy, {"img": GENEROUS, "vid": GENEROUS}) + CLIP
+    failed = pytester.runpytest_subprocess(*args)
+    failed.assert_outcomes(failed=2)
+    out = failed.stdout.str()
+    assert out.count("CONSISTENCY:") >= 2 and "PERFORMANCE:" not in out
+    assert "img_1gpu.png" in out and "vid_1gpu_frame_mid.png" in out
+    assert "psnr" in out and "frame" in out
+    doc = results(pytester)
+    assert [s["verdict"] for s in doc["scenarios"]] == ["pass", "pass"]  # the performance was fine
+    assert {s["consistency"]["reason"] for s in doc["scenarios"]} == {"mismatch"}
+
+
+def test_missing_ground_truth_names_the_files_and_skip_switch_is_reported(pytester, suite, monkeypatch):
+    (pytester.path / "gt").mkdir()
+    args = suite([tiny_case("img")], {"img": GENEROUS}) + CLIP
+    missing = pytester.runpytest_subprocess(*args)
+    missing.assert_outcomes(failed=1)
+    out = missing.stdout.str()
+    assert "CONSISTENCY:" in out and "img_1gpu.png" in out and "missing-gt" in out
+
+    monkeypatch.setenv("SGLANG_SKIP_CONSISTENCY", "1")
+    skipped = pytester.runpytest_subprocess(*args)
+    skipped.assert_outcomes(passed=1)
+    skipped.stdout.fnmatch_lines(["diffperf: consistency=skipped (SGLANG_SKIP_CONSISTENCY=1)"])
+    assert results(pytester)["scenarios"][0]["consistency"]["status"] == "skipped"
