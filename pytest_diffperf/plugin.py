@@ -51,7 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(ds.baselines.primary)]  # no paths given: run the scenarios, not the test files
     artifacts = ds.consistency.artifacts_dir if ds.consistency else None
-    config.pluginmanager.register(ResultsCollector(ds.header(), ds.settings.diffperf_json, artifacts), "diffperf-results")
+    collector = ResultsCollector(ds.header(), ds.settings.diffperf_json, artifacts)
+    config.pluginmanager.register(collector, "diffperf-results")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -106,13 +107,4 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ds = config.stash.get(SESSION_KEY, None)
     if ds is None:
         return None
-    from .lint import lint_baselines
-
-    warnings = [f for f in lint_baselines(ds.baselines) if f.severity == "warning"]
-    lint = f"diffperf: lint: {len(warnings)} warning(s) in the baseline files (see: diffperf lint FILE)"
-    lines = [f"diffperf: {k}={v}" for k, v in ds.header().items() if v is not None] + [lint, f"diffperf: logs in {ds.workdir}"]
-    if ds.shard is not None:
-        from .distribute import shard_header
-
-        lines.append(shard_header(ds.shard))
-    return lines
+    return ds.header_lines()

@@ -100,6 +100,20 @@ class DiffperfSession:
             "consistency": self.consistency.describe() if self.consistency else "off (no ground-truth folder)",
         }
 
+    def header_lines(self) -> list[str]:
+        """The report header: settings, the baseline files' lint warnings, where the logs go, the shard."""
+        from .lint import lint_baselines
+
+        warnings = sum(f.severity == "warning" for f in lint_baselines(self.baselines))
+        lines = [f"diffperf: {k}={v}" for k, v in self.header().items() if v is not None]
+        lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: diffperf lint FILE)")
+        lines.append(f"diffperf: logs in {self.workdir}")
+        if self.shard is not None:
+            from .distribute import shard_header
+
+            lines.append(shard_header(self.shard))
+        return lines
+
     def close(self) -> None:
         self.pool.release()
 
