@@ -17,9 +17,6 @@ if TYPE_CHECKING:
     from .session import DiffperfSession
 
 
-LOADGROUP_KEY = "diffperf_loadgroup"
-
-
 def default_loadgroup(config: pytest.Config) -> None:
     """``-n`` without ``--dist``: keep each server group on one worker (xdist would pick ``load``)."""
     if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", None) == "no":
@@ -29,19 +26,35 @@ def default_loadgroup(config: pytest.Config) -> None:
 class XdistHooks:
     """Registered on the xdist controller only (xdist's hooks exist only where xdist is installed)."""
 
-    @pytest.hookimpl
-    def pytest_configure_node(self, node) -> None:
-        # Workers re-parse the command line, so they would not see the loadgroup default: tell them.
-        node.workerinput[LOADGROUP_KEY] = node.config.getvalue("dist") == "loadgroup"
+    def __init__(self, ds: DiffperfSession):
+        self.ds = ds
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
+        """With ``--dist loadgroup``, schedule by server group ourselves.
+
+        xdist's own loadgroup renames node ids (``id@group``), which pytest >= 9.2 no longer allows;
+        a scheduler keyed on the scenario's server group works with every version.
+        """
+        if config.getvalue("dist") != "loadgroup":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        ds = self.ds
+
+        class ServerGroupScheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                base = nodeid.split("@", 1)[0]  # xdist's suffix, where pytest still lets it add one
+                spec = ds.spec(base.rsplit("::", 1)[-1])
+                return spec.key if spec is not None else base
+
+        return ServerGroupScheduling(config, log)
 
 
-def configure_xdist(config: pytest.Config) -> None:
-    """On the controller, register the xdist hooks; on a worker, group test ids as the controller does."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        config.option.loadgroup = config.option.loadgroup or workerinput.get(LOADGROUP_KEY, False)
-    elif config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(), "diffperf-xdist")
+def configure_xdist(config: pytest.Config, ds: DiffperfSession) -> None:
+    """On the xdist controller, register the hooks that keep each server group on one worker."""
+    if getattr(config, "workerinput", None) is None and config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(ds), "diffperf-xdist")
 
 
 def share_of(config: pytest.Config, settings: Settings) -> DeviceShare:

@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except DiffperfError as exc:
         raise pytest.UsageError(f"diffperf: {exc}") from None
     config.stash[SESSION_KEY] = ds
-    configure_xdist(config)
+    configure_xdist(config, ds)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(ds.baselines.primary)]  # no paths given: run the scenarios, not the test files
     artifacts = ds.consistency.artifacts_dir if ds.consistency else None

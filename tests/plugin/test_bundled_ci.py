@@ -75,8 +75,9 @@ def xdist_run(tmp_path_factory) -> tuple[dict, str]:
 
 def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run):
     doc, out = xdist_run
-    workers = {m[2]: m[1] for m in re.finditer(r"\[(gw\d)\] \[ *\d+%\] PASSED \S+::(\w+)@", out)}
-    assert sorted(workers) == sorted(GROUPS), out  # every scenario passed, with its server group as xdist group
+    workers = {m[2]: m[1] for m in re.finditer(r"\[(gw\d)\] \[ *\d+%\] PASSED \S+::(\w+)", out)}
+    assert sorted(workers) == sorted(GROUPS), out  # every scenario passed
+    assert "scheduling tests via ServerGroupScheduling" in out
     by_group: dict[str, set] = {}
     for s in doc["scenarios"]:
         by_group.setdefault(GROUPS[s["case"]], set()).add((workers[s["case"]], s["server"]["pid"], s["server"]["port"]))
