@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from pytest_diffperf.protocol import (
     PerfRecord,
     parse_load_marker,
 )
+from pytest_diffperf.server import free_port
 
 WORKLOADS = {
     "tiny/flux-t2i": {
@@ -51,11 +51,6 @@ WORKLOADS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
     """Run one request to completion; returns (request id, client-side seconds)."""
@@ -75,7 +70,7 @@ def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
 
 def bench_model(model: str, repeats: int, threads: int) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="bench-refserver-"))
-    port = _free_port()
+    port = free_port()
     env = dict(
         os.environ,
         SGLANG_DIFFUSION_STAGE_LOGGING="1",
