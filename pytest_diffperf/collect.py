@@ -81,8 +81,8 @@ class ScenarioItem(pytest.Item):
         """Regenerated, not judged, missing its baseline, or judged by the limit engine."""
         regen = get_regen(self.config)
         if regen is not None:
-            return regen.regenerate(self, samples, measurement, measure_s)
-        if ds.settings.profile is None or not self.case.run_perf_check:
+            result = regen.regenerate(self, measurement, measure_s)
+        elif ds.settings.profile is None or not self.case.run_perf_check:
             result = ScenarioResult(self.name, "unjudged", message="performance not judged")
         elif self.scenario is None:
             message = missing_baseline_message(self.name, str(ds.baselines.primary), measurement)

@@ -27,8 +27,7 @@ from .limits import Measurement
 from .regen import RegenSettings
 from .regenfile import check_writable, regenerate, run_metadata, target_file
 from .regenreport import REGEN_PROPERTY, RegenSummary
-from .runner import Sample
-from .scenario import ScenarioFailure, ScenarioResult, request_rows
+from .scenario import ScenarioFailure, ScenarioResult
 from .session import DiffperfSession
 from .snapshot import measured_scenario
 
@@ -87,9 +86,7 @@ class RegenRun:
             self._group_sizes[spec] = max(1, sum(self.ds.spec(sid) == spec for sid in ids))
         return self._group_sizes[spec]
 
-    def regenerate(
-        self, item: ScenarioItem, samples: list[Sample], measurement: Measurement, measure_s: float
-    ) -> ScenarioResult:
+    def regenerate(self, item: ScenarioItem, measurement: Measurement, measure_s: float) -> ScenarioResult:
         """Decide and write one scenario; record the decision for the summary; the test's result."""
         assert item.server is not None and item.spec is not None
         start_share = (item.server.ready_s or 0.0) / self.group_size(item.spec)
@@ -113,7 +110,4 @@ class RegenRun:
             "written": decision.writes and not self.settings.dry_run,
         }
         item.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
-        result = ScenarioResult(item.name, "pass", message=f"{decision.action}: {decision.reason}")
-        result.rows = request_rows(item.name, samples, measurement, self.ds.baselines.step_fractions)
-        result.server = item.server.info()
-        return result
+        return ScenarioResult(item.name, "pass", message=f"{decision.action}: {decision.reason}")
