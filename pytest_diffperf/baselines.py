@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .errors import DiffperfError
-from .jsonfile import join, kind, read_json_object, validate
+from ._util.jsonfile import join, kind, read_json_object, validate
 from .platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
 
 SINGLE_FILE = "perf_baselines.json"

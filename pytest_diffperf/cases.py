@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from .errors import DiffperfError
-from .jsonfile import read_json_object, validate
+from ._util.jsonfile import read_json_object, validate
 
 VIDEO_TASKS = ("text-to-video", "image-to-video", "text-image-to-video")
 Task = Literal["text-to-image", "image-edit", "text-to-video", "image-to-video", "text-image-to-video"]

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .errors import DiffperfError
-from .jsonfile import validate
+from ._util.jsonfile import validate
 
 
 class HistoryResult(BaseModel):

@@ -24,7 +24,7 @@ from .baselines import (
     check_runner_overrides,
 )
 from .errors import DiffperfError
-from .jsonfile import describe_errors, join, parse_json
+from ._util.jsonfile import describe_errors, join, parse_json
 from .limits import PER_FRAME_STAGE
 from .platforms import canonical_platform
 from .protocol import DENOISING_STAGE

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DiffperfError
-from .jsonfile import kind, read_json_object
+from ._util.jsonfile import kind, read_json_object
 from .report import RESULTS_VERSION
 from .scenario import ScenarioResult
 

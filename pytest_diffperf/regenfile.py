@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import atomicfile
+from ._util import atomicfile
 from .baselines import BaselineSet, fragment_path
 from .errors import DiffperfError
 from .jsonedit import set_member

@@ -75,7 +75,7 @@ class DiffperfSession:
         )
         ds.shard = shard_of(ds, *shard) if shard else None
         if any(c.run_consistency_check for c in cases.values()):
-            from .outputcheck import consistency_config, thresholds  # imports scikit-image: only when needed
+            from .outputcheck import consistency_config, thresholds
 
             ds.consistency = consistency_config(settings, ground_truth_requested(config))
             ds.thresholds = thresholds(settings) if ds.consistency else None

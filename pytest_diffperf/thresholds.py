@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import DiffperfError
-from .jsonfile import read_json_object, validate
+from ._util.jsonfile import read_json_object, validate
 from .platforms import DEFAULT_GPU, canonical_platform, threshold_file_stems
 
 SINGLE_FILE = "consistency_threshold.json"

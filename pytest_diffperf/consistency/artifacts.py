@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..atomicfile import write_atomic
+from .._util.atomicfile import write_atomic
 from .result import ConsistencyResult, frame_line, thresholds_line
 
 SUBDIR = "consistency"

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..atomicfile import write_atomic
+from .._util.atomicfile import write_atomic
 from ..errors import DiffperfError
 
 DEFAULT_MODEL = "ViT-L-14"  # the architecture SGLang's thresholds were set with ...

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomicfile import write_atomic
+from .._util.atomicfile import write_atomic
 
 CACHE_DIR = ".clip-cache"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from ..atomicfile import write_atomic
+from .._util.atomicfile import write_atomic
 from . import manifest
 
 IMAGE_EXTS = ("png", "jpg", "webp")

@@ -16,8 +16,8 @@ from typing import Literal
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from ..atomicfile import write_atomic
-from ..jsonfile import read_json_object, validate
+from .._util.atomicfile import write_atomic
+from .._util.jsonfile import read_json_object, validate
 
 MANIFEST = "manifest.json"
 GT_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")

@@ -282,7 +282,7 @@ def test_failures_still_fail_in_regen_mode_and_write_nothing(pytester, suite, mo
     def no_space(*_args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("pytest_diffperf.atomicfile.write_atomic", no_space)
+    monkeypatch.setattr("pytest_diffperf._util.atomicfile.write_atomic", no_space)
     result = regen(pytester, args)
     result.assert_outcomes(failed=2, errors=1)
     out = result.stdout.str()

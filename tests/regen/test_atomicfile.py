@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_diffperf import atomicfile
+from pytest_diffperf._util import atomicfile
 from pytest_diffperf.regen import RegenSettings
 from pytest_diffperf.regenfile import apply, regenerate
 
@@ -80,7 +80,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from pytest_diffperf.atomicfile import update
+    from pytest_diffperf._util.atomicfile import update
 
     path, versions = Path(sys.argv[1]), [Path(p).read_bytes() for p in sys.argv[2:]]
     print("ready", flush=True)

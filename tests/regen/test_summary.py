@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_diffperf.atomicfile import dumps_json
+from pytest_diffperf._util.atomicfile import dumps_json
 from pytest_diffperf.baselines import load_baselines
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.regen import RegenSettings, decide

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import DiffperfError
+from ..errors import DiffperfError
 
 
 def parse_json(path: Path) -> tuple[Any, list[str]]:
