@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_diffperf.baselines import load_baselines
-from pytest_diffperf.limits import get_preset, plan_checks
+from pytest_diffperf.perf.baselines import load_baselines
+from pytest_diffperf.perf.limits import get_preset, plan_checks
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "sglang-data" / "v0.5.23" / "perf_baselines"
 

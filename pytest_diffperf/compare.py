@@ -22,7 +22,7 @@ from .cases import Case, CaseFile
 from .client import RequestError
 from .errors import DiffperfError
 from .launchers import Launcher, ServerSpec, get_launcher
-from .limits import Measurement
+from .perf.measurement import Measurement
 from .pool import ServerPool
 from .runner import Sample, measure
 from .server import ServerError, headline

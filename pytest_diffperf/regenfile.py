@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._util import atomicfile
-from .baselines import BaselineSet, fragment_path
+from .perf.baselines import BaselineSet, fragment_path
 from .errors import DiffperfError
 from .jsonedit import set_member
 from .platforms import FRAGMENT_PLATFORMS, canonical_platform

@@ -23,13 +23,13 @@ import pytest
 
 from .errors import DiffperfError
 from .launchers import ServerSpec
-from .limits import Measurement
+from .perf.measurement import Measurement
 from .regen import RegenSettings
 from .regenfile import check_writable, regenerate, run_metadata, target_file
 from .regenreport import REGEN_PROPERTY, RegenSummary
 from .scenario import ScenarioFailure, ScenarioResult
 from .session import DiffperfSession
-from .snapshot import measured_scenario
+from .perf.entry import measured_scenario
 
 if TYPE_CHECKING:
     from .collect import ScenarioItem

@@ -7,11 +7,12 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import limits
-from .baselines import Scenario
+from .perf import limits
+from .perf.measurement import Measurement
+from .perf.schema import ScenarioBaseline
 from .cases import Case
 from .runner import Sample
-from .snapshot import measured_scenario
+from .perf.entry import measured_scenario
 
 PERF_PREFIX = "PERFORMANCE:"  # consistency failures start with "CONSISTENCY:" instead
 
@@ -56,19 +57,19 @@ def missing_case_message(scenario_id: str, source: str, cases_path: str | None) 
     )
 
 
-def missing_baseline_message(scenario_id: str, baseline_path: str, measurement: limits.Measurement) -> str:
+def missing_baseline_message(scenario_id: str, baseline_path: str, measurement: Measurement) -> str:
     snippet = json.dumps(measured_scenario(measurement), indent=4)
     return f'add this baseline in the "scenarios" section of {baseline_path}:\n\n"{scenario_id}": {snippet}\n'
 
 
-def measurement_of(samples: list[Sample], case: Case, load_ms: float | None) -> limits.Measurement:
-    return limits.Measurement.from_records(
+def measurement_of(samples: list[Sample], case: Case, load_ms: float | None) -> Measurement:
+    return Measurement.from_records(
         [s.record for s in samples], load_ms=load_ms, num_frames=case.num_frames, is_video=case.is_video
     )
 
 
 def request_rows(
-    case_id: str, samples: list[Sample], measurement: limits.Measurement, step_fractions: list[float]
+    case_id: str, samples: list[Sample], measurement: Measurement, step_fractions: list[float]
 ) -> list[dict[str, Any]]:
     load_ms = measurement.load_ms[0] if measurement.load_ms else None
     rows = []
@@ -94,8 +95,8 @@ def request_rows(
 
 def judge(
     case_id: str,
-    scenario: Scenario,
-    measurement: limits.Measurement,
+    scenario: ScenarioBaseline,
+    measurement: Measurement,
     tolerances: Any,
     preset: limits.Preset,
     step_fractions: list[float],

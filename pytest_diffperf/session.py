@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .baselines import BaselineSet, load_baselines
+from .perf.baselines import BaselineSet, load_baselines, select_scenarios
 from .cases import Case, load_cases
 from .devices import DeviceShare
 from .distribute import shard_of, share_of
 from .errors import DiffperfError
 from .launchers import Launcher, ServerSpec, get_launcher
-from .limits import Preset, get_preset
+from .perf.limits import Preset, get_preset
 from .options import SESSION_KEY, Settings, read_settings
-from .platforms import FRAGMENT_PLATFORMS, FRAGMENTS, canonical_platform
 from .pool import ServerPool
 from .regen import ground_truth_requested
 from .sharding import Shard, parse_shard
@@ -102,7 +101,7 @@ class DiffperfSession:
 
     def header_lines(self) -> list[str]:
         """The report header: settings, the baseline files' lint warnings, where the logs go, the shard."""
-        from .lint import lint_baselines
+        from .perf.lint import lint_baselines
 
         warnings = sum(f.severity == "warning" for f in lint_baselines(self.baselines))
         lines = [f"diffperf: {k}={v}" for k, v in self.header().items() if v is not None]
@@ -116,22 +115,6 @@ class DiffperfSession:
 
     def close(self) -> None:
         self.pool.release()
-
-
-def select_scenarios(baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None) -> list[str]:
-    """Baseline scenarios of this hardware in file order, then cases that have no baseline yet.
-
-    NPU/MUSA fragment scenarios run on their own platform only, and only they run there.
-    """
-    platform = canonical_platform(hardware) if hardware else None
-    wanted = platform if platform in FRAGMENT_PLATFORMS else None
-    ids = [sid for sid in baselines.scenarios if _fragment_of(baselines, sid) == wanted]
-    return ids + [cid for cid in cases if cid not in baselines.scenarios]
-
-
-def _fragment_of(baselines: BaselineSet, scenario_id: str) -> str | None:
-    source = baselines.source[scenario_id].as_posix()
-    return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS) if source.endswith("/" + rel)), None)
 
 
 def get_session(config: pytest.Config) -> DiffperfSession | None:

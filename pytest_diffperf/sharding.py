@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .baselines import Scenario
+from .perf.schema import ScenarioBaseline
 from .cases import Case
 from .errors import DiffperfError
 from .launchers import ServerSpec
@@ -33,7 +33,7 @@ class Estimate:
     start_s: float
 
 
-def estimate(scenario: Scenario | None) -> Estimate:
+def estimate(scenario: ScenarioBaseline | None) -> Estimate:
     """SGLang's estimate; the start share is the baseline's load time, 120 s, or 0 when unknown."""
     if scenario is None:
         return Estimate(DEFAULT_S, 0.0)
@@ -61,7 +61,7 @@ def group_key(cases: Mapping[str, Case], launcher: str) -> Callable[[str], str]:
 
 
 def server_groups(
-    scenario_ids: Sequence[str], scenarios: Mapping[str, Scenario], key: Callable[[str], str]
+    scenario_ids: Sequence[str], scenarios: Mapping[str, ScenarioBaseline], key: Callable[[str], str]
 ) -> list[Group]:
     """Groups in order of first appearance, scenarios in the given order."""
     members: dict[str, list[str]] = {}

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from .errors import DiffperfError
-from ._util.jsonfile import read_json_object, validate
+from ._util.jsonfile import STRICT, read_json_object, validate
 from .platforms import DEFAULT_GPU, canonical_platform, threshold_file_stems
 
 SINGLE_FILE = "consistency_threshold.json"
@@ -25,7 +25,6 @@ BASE_FILE = f"{DEFAULT_GPU}.json"
 Similarity = Annotated[float, Field(ge=-1, le=1)]  # CLIP cosine and SSIM live in [-1, 1]
 Psnr = Annotated[float, Field(ge=0)]
 PixelDiff = Annotated[float, Field(ge=0, le=255)]
-_STRICT = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ BUILTIN_DEFAULTS = {
 class CaseThresholds(BaseModel):
     """One case's entry; other keys (audio thresholds, ...) are kept."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     clip_threshold: Similarity | None = None
     ssim_threshold: Similarity | None = None
@@ -56,7 +55,7 @@ class CaseThresholds(BaseModel):
 
 
 class ThresholdFile(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
     cases: dict[str, CaseThresholds] = Field(default_factory=dict)
     default_clip_threshold_image: Similarity | None = None

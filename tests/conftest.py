@@ -1,19 +1,50 @@
-"""Fixtures shared by the whole test suite."""
+"""Fixtures shared by the whole test suite: SGLang's vendored files and the fixture baseline layouts."""
 
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SGLANG_DATA = REPO.parent / "shared" / "sglang-data"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+DATA = REPO / "tests" / "data"
+SGLANG_DATA = REPO / "tests" / "vendor" / "sglang-data"  # SGLang's own files, unmodified (see its README)
+LAYOUT = DATA / "sglang_layout"  # perf_baselines/<platform>.json + fragments + thresholds
+SINGLE = DATA / "single_layout"  # perf_baselines.json (legacy flat tolerances)
 
 
 @pytest.fixture
 def sglang_data() -> Path:
-    """SGLang's own baseline files (../shared/sglang-data); the test skips where they are absent."""
-    if not SGLANG_DATA.is_dir():
-        pytest.skip("../shared/sglang-data is not present")
+    """SGLang's own baseline files and code (the vendored copy of ../shared/sglang-data)."""
     return SGLANG_DATA
+
+
+@pytest.fixture
+def layout() -> Path:
+    return LAYOUT
+
+
+@pytest.fixture
+def single() -> Path:
+    return SINGLE
+
+
+@pytest.fixture
+def h100_doc() -> dict:
+    """A fresh copy of the fixture H100 platform file."""
+    return copy.deepcopy(json.loads((LAYOUT / "perf_baselines" / "h100.json").read_text()))
+
+
+@pytest.fixture
+def write(tmp_path: Path):
+    """write(relative_path, data) -> path: JSON-encode data (text is written as is) under tmp_path."""
+
+    def _write(rel: str, data: object) -> Path:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(data if isinstance(data, str) else json.dumps(data, indent=1))
+        return path
+
+    return _write

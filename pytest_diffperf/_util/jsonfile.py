@@ -9,9 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import DiffperfError
+
+# Models of our JSON files: unknown keys kept, types exact, numbers finite.
+STRICT = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
 
 
 def parse_json(path: Path) -> tuple[Any, list[str]]:

@@ -16,7 +16,7 @@ from .. import history
 from ..cases import load_case_file
 from ..compare import Run, document, plan, run_all
 from ..errors import DiffperfError
-from ..limits import format_table
+from .._util.text import format_table
 from ..pool import ServerPool
 
 DRY_RUN_PORT = 30000

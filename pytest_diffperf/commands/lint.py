@@ -6,7 +6,7 @@ import argparse
 import json
 from collections import Counter
 
-from ..lint import lint_paths
+from ..perf.lint import lint_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

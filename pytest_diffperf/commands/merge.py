@@ -7,11 +7,10 @@ import json
 import os
 from pathlib import Path
 
-from ..baselines import load_baselines
+from ..perf.baselines import load_baselines, select_scenarios
 from ..errors import DiffperfError
 from ..merge import merge, missing, read_results, results_of, verdict_counts
 from ..report import markdown, table, text_table
-from ..session import select_scenarios
 
 FAILING = ("fail", "error")
 

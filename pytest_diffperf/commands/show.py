@@ -8,9 +8,11 @@ import json
 import textwrap
 from dataclasses import asdict
 
-from ..baselines import BaselineSet, Scenario, load_baselines
+from ..perf.baselines import BaselineSet, load_baselines
+from ..perf.schema import ScenarioBaseline
 from ..errors import DiffperfError
-from ..limits import PER_FRAME_STAGE, Check, format_table, get_preset, plan_checks
+from .._util.text import format_table
+from ..perf.limits import PER_FRAME_STAGE, Check, get_preset, plan_checks
 
 VIDEO_MARKERS = ("t2v", "i2v", "v2v", "ref2v", "video")
 
@@ -40,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def is_video_scenario(name: str, scenario: Scenario) -> bool:
+def is_video_scenario(name: str, scenario: ScenarioBaseline) -> bool:
     """Guess: a per_frame_generation stage, or a video marker in the scenario name."""
     return PER_FRAME_STAGE in scenario.stages_ms or any(m in name.lower() for m in VIDEO_MARKERS)
 

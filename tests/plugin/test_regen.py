@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_diffperf.baselines import load_baselines
-from pytest_diffperf.lint import lint_baselines
+from pytest_diffperf.perf.baselines import load_baselines
+from pytest_diffperf.perf.lint import lint_baselines
 
 from ..conftest import REPO
 from .conftest import GENEROUS, refservers, tiny_case

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf._util.atomicfile import dumps_json
-from pytest_diffperf.baselines import load_baselines
+from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.regen import RegenSettings, decide
 from pytest_diffperf.regenfile import check_writable, diff, run_metadata, target_file

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_diffperf.baselines import Scenario
+from pytest_diffperf.perf.schema import ScenarioBaseline
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.sharding import Estimate, Group, assign, choose_count, estimate, parse_shard, server_groups
 
 
-def scenario(e2e_ms: float = 1000.0, **fields) -> Scenario:
+def scenario(e2e_ms: float = 1000.0, **fields) -> ScenarioBaseline:
     base = {"stages_ms": {}, "denoise_step_ms": {}, "expected_e2e_ms": e2e_ms}
     base |= {"expected_avg_denoise_ms": 1.0, "expected_median_denoise_ms": 1.0}
-    return Scenario.model_validate(base | fields)
+    return ScenarioBaseline.model_validate(base | fields)
 
 
 def group(key: str, *costs: float) -> Group:

@@ -15,20 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .baselines import (
-    BaselineSet,
-    Sampling,
-    Scenario,
-    Tolerances,
-    baseline_files,
-    check_runner_overrides,
-)
-from .errors import DiffperfError
-from ._util.jsonfile import describe_errors, join, parse_json
+from .baselines import BaselineSet, baseline_files, check_runner_overrides
+from .schema import Sampling, ScenarioBaseline, Tolerances
+from ..errors import DiffperfError
+from .._util.jsonfile import describe_errors, join, parse_json
 from .limits import PER_FRAME_STAGE
-from .platforms import canonical_platform
-from .protocol import DENOISING_STAGE
-from .thresholds import ThresholdFile, is_threshold_document, threshold_files
+from ..platforms import canonical_platform
+from ..protocol import DENOISING_STAGE
+from ..thresholds import ThresholdFile, is_threshold_document, threshold_files
 
 AGG_TOLERANCE = 0.03  # expected avg/median vs the mean/median of a full step map
 DENOISE_SHORT = (0.10, 20.0)  # DenoisingStage below sum(steps) * (1 - 0.10) - 20 ms
@@ -201,7 +195,7 @@ def _lint_overrides(path: Path, overrides: Any, scenarios: dict[str, Any]) -> li
             if isinstance(scenarios[name], dict):
                 merged = {**scenarios[name], **fields}
                 where = join(join("runner_overrides", prefix), name)
-                out += [Finding("error", str(path), name, k, m) for k, m in _schema(Scenario, merged, where)]
+                out += [Finding("error", str(path), name, k, m) for k, m in _schema(ScenarioBaseline, merged, where)]
     return out
 
 
@@ -209,12 +203,12 @@ def lint_scenario(entry: Any) -> list[tuple[str, str, str]]:
     """(severity, key, message) for one scenario entry."""
     if not isinstance(entry, dict):
         return [("error", "", "expected an object")]
-    errors = [("error", key, msg) for key, msg in _schema(Scenario, entry)]
-    unknown = [k for k in entry if k not in Scenario.model_fields]
+    errors = [("error", key, msg) for key, msg in _schema(ScenarioBaseline, entry)]
+    unknown = [k for k in entry if k not in ScenarioBaseline.model_fields]
     out = errors + [("warning", k, "unknown key (kept, not used by the checks)") for k in unknown]
     if errors:
         return out
-    s = Scenario.model_validate(entry)
+    s = ScenarioBaseline.model_validate(entry)
     for key in ("expected_e2e_ms", "expected_load_ms"):
         if getattr(s, key) == 0:
             out.append(("warning", key, "is 0: this metric is unguarded"))
@@ -223,7 +217,7 @@ def lint_scenario(entry: Any) -> list[tuple[str, str, str]]:
     return out + [("warning", key, msg) for key, msg in _consistency(s)]
 
 
-def _consistency(s: Scenario) -> list[tuple[str, str]]:
+def _consistency(s: ScenarioBaseline) -> list[tuple[str, str]]:
     """Figures of one scenario that disagree with each other."""
     out = []
     steps = s.steps

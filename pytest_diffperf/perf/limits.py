@@ -11,9 +11,11 @@ import statistics
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .baselines import Scenario, Tolerances
-from .errors import DiffperfError
-from .protocol import DENOISING_STAGE, MEMORY_SNAPSHOT_KEYS, PerfRecord
+from .measurement import Measurement
+from .schema import ScenarioBaseline, Tolerances
+from .._util.text import format_table
+from ..errors import DiffperfError
+from ..protocol import DENOISING_STAGE
 
 PER_FRAME_STAGE = "per_frame_generation"
 STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
@@ -74,62 +76,6 @@ def limit(expected: float, rel: float, pad: float) -> float:
 
 
 @dataclass(frozen=True)
-class Measurement:
-    """Samples of every metric of one scenario (one sample per request)."""
-
-    e2e_ms: Sequence[float]
-    steps: Sequence[Sequence[float]]
-    stages: Sequence[Mapping[str, float]]
-    denoising_stages: frozenset[str] = frozenset({DENOISING_STAGE})
-    load_ms: Sequence[float] = ()
-    memory: Mapping[str, Sequence[float]] = field(default_factory=dict)  # e.g. "load_peak_allocated_mb"
-    num_frames: int | None = None
-    is_video: bool = False
-
-    @classmethod
-    def from_records(
-        cls,
-        records: Sequence[PerfRecord],
-        *,
-        load_ms: float | None = None,
-        num_frames: int | None = None,
-        is_video: bool = False,
-    ) -> Measurement:
-        """Samples from perf-log records, read as SGLang reads them.
-
-        A stage logged twice in one record keeps its last time; a stage is denoising when the
-        record flags it, else when it is named ``DenoisingStage``. Memory snapshots map
-        ``peak_allocated_mb`` -> ``<snapshot>_allocated_mb``, ``peak_reserved_mb`` ->
-        ``<snapshot>_vram_mb``, ``peak_host_anon_mb`` -> ``<snapshot>_host_anon_mb``.
-        """
-        denoising: set[str] = set()
-        stages: list[dict[str, float]] = []
-        memory: dict[str, list[float]] = {}
-        for record in records:
-            stages.append({s.name: s.execution_time_ms for s in record.stages})
-            for s in record.stages:
-                flagged = s.is_denoising if "is_denoising" in s.model_fields_set else s.name == DENOISING_STAGE
-                if flagged:
-                    denoising.add(s.name)
-            for key in MEMORY_SNAPSHOT_KEYS:
-                snap = record.memory_snapshots.get(key)
-                if snap is not None:
-                    memory.setdefault(f"{key}_allocated_mb", []).append(snap.peak_allocated_mb)
-                    memory.setdefault(f"{key}_vram_mb", []).append(snap.peak_reserved_mb)
-                    memory.setdefault(f"{key}_host_anon_mb", []).append(snap.peak_host_anon_mb)
-        return cls(
-            e2e_ms=[r.total_duration_ms for r in records],
-            steps=[list(r.steps) for r in records],
-            stages=stages,
-            denoising_stages=frozenset(denoising),
-            load_ms=() if load_ms is None else (load_ms,),
-            memory=memory,
-            num_frames=num_frames,
-            is_video=is_video,
-        )
-
-
-@dataclass(frozen=True)
 class Check:
     """One guarded metric: ``name`` identifies it, ``key`` is the scenario field it reads."""
 
@@ -173,7 +119,7 @@ def step_indices(num_steps: int, step_fractions: Sequence[float]) -> list[int]:
 
 
 def plan_checks(
-    scenario: Scenario,
+    scenario: ScenarioBaseline,
     tol: Tolerances,
     preset: Preset,
     *,
@@ -236,7 +182,7 @@ def plan_checks(
     return checks
 
 
-def _plan_memory(scenario: Scenario, tol: Tolerances, preset: Preset, memory, add) -> None:
+def _plan_memory(scenario: ScenarioBaseline, tol: Tolerances, preset: Preset, memory, add) -> None:
     """VRAM (allocated when the baseline and measurement have it, else reserved), warmup, host."""
 
     def measured(key: str) -> bool:
@@ -292,7 +238,7 @@ def measured_values(measurement: Measurement, preset: Preset) -> dict[str, float
 
 
 def evaluate(
-    scenario: Scenario,
+    scenario: ScenarioBaseline,
     measurement: Measurement,
     tol: Tolerances,
     preset: Preset,
@@ -346,13 +292,3 @@ def format_failures(results: Sequence[CheckResult]) -> str:
         actual = "missing" if r.verdict == "missing" else f"{r.actual:.2f}"
         rows.append((c.name, actual, f"{c.expected:.2f}", f"{c.limit:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", c.unit))
     return format_table(rows)
-
-
-def format_table(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as aligned text: the first column left-aligned, the others right-aligned."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)

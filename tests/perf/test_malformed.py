@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from pytest_diffperf.baselines import load_baselines
+from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.limits import get_preset
+from pytest_diffperf.perf.limits import get_preset
 from pytest_diffperf.thresholds import load_thresholds
 
 S = "scenarios.img_t2i"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .baselines import Scenario
-from .limits import Measurement
+from .schema import ScenarioBaseline
+from .measurement import Measurement
 
 
 def representative(measurement: Measurement) -> int:
@@ -36,7 +36,7 @@ def measured_scenario(measurement: Measurement, *, full_test_time_s: float | Non
         scenario["expected_load_ms"] = round(measurement.load_ms[min(i, len(measurement.load_ms) - 1)], 2)
     for key, values in sorted(measurement.memory.items()):
         value = values[min(i, len(values) - 1)] if values else 0
-        if key in Scenario.model_fields and value:  # device fields are 0 on CPU: not a baseline
+        if key in ScenarioBaseline.model_fields and value:  # device fields are 0 on CPU: not a baseline
             scenario[key] = round(value, 2)
     if full_test_time_s is not None:
         scenario["estimated_full_test_time_s"] = round(full_test_time_s, 1)

@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_diffperf.baselines import Scenario, load_baselines
-from pytest_diffperf.limits import (
-    Measurement,
+from pytest_diffperf.perf.baselines import load_baselines
+from tests.conftest import LAYOUT
+from pytest_diffperf.perf.schema import ScenarioBaseline
+from pytest_diffperf.perf.measurement import Measurement
+from pytest_diffperf.perf.limits import (
     Preset,
     evaluate,
     format_failures,
@@ -25,7 +27,6 @@ from pytest_diffperf.limits import (
 from pytest_diffperf.protocol import PerfRecord
 
 SGLANG = get_preset("sglang")
-LAYOUT = Path(__file__).resolve().parent / "fixtures" / "sglang_layout"
 MEMORY_KEYS = (
     "load_peak_vram_mb",
     "runtime_peak_vram_mb",
@@ -47,7 +48,7 @@ def tol(fixture_set):
     return fixture_set.profile("pr_test", env={})
 
 
-def at_baseline(scenario: Scenario, factor: float = 1.0, **changes) -> Measurement:
+def at_baseline(scenario: ScenarioBaseline, factor: float = 1.0, **changes) -> Measurement:
     """One sample with every metric at ``factor`` x its baseline (steps filled to a full map)."""
     steps = scenario.steps
     n = max(steps) + 1 if steps else 0
@@ -89,7 +90,7 @@ def test_faster_never_fails(fixture_set, tol, factor, name):
     actual=st.floats(min_value=0, max_value=2e7),
 )
 def test_verdict_is_the_formula(expected, rel, pad, actual):
-    from pytest_diffperf.limits import Check
+    from pytest_diffperf.perf.limits import Check
 
     check = Check("stage[X]", "stage", expected, rel, pad, limit(expected, rel, pad), "stages_ms.X")
     result = judge(check, actual)

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from pytest_diffperf.baselines import load_baselines
-from pytest_diffperf.lint import Finding, lint_baselines, lint_file, lint_paths, lint_thresholds
+from pytest_diffperf.perf.baselines import load_baselines
+from pytest_diffperf.perf.lint import Finding, lint_baselines, lint_file, lint_paths, lint_thresholds
 
 S = "img_t2i"
 

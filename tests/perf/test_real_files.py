@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from pytest_diffperf.baselines import load_baselines
-from pytest_diffperf.limits import get_preset, plan_checks
-from pytest_diffperf.lint import lint_paths
+from pytest_diffperf.perf.baselines import load_baselines
+from pytest_diffperf.perf.limits import get_preset, plan_checks
+from pytest_diffperf.perf.lint import lint_paths
 from pytest_diffperf.thresholds import load_thresholds
 
 

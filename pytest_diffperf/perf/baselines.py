@@ -1,4 +1,4 @@
-"""SGLang perf-baseline files: schema, JSON reading with clear errors, and the loader.
+"""SGLang perf-baseline files: locating them and loading them into one ``BaselineSet``.
 
 Layouts: a single ``perf_baselines.json`` (SGLang <= 0.5.12) or ``perf_baselines/<platform>.json``
 (>= 0.5.15). Either way the NPU and MUSA fragments (``ascend/perf_baselines_npu.json``,
@@ -13,13 +13,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-
-from .errors import DiffperfError
-from ._util.jsonfile import join, kind, read_json_object, validate
-from .platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
+from ..cases import Case
+from ..errors import DiffperfError
+from .._util.jsonfile import join, kind, read_json_object, validate
+from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
+from .schema import Sampling, ScenarioBaseline, Tolerances
 
 SINGLE_FILE = "perf_baselines.json"
 PLATFORM_DIR = "perf_baselines"
@@ -36,62 +36,6 @@ ENV_OVERRIDES = {
     "runtime_peak_vram": "SGLANG_RUNTIME_PEAK_VRAM_TOLERANCE",
 }
 
-Value = Annotated[float, Field(ge=0)]
-Fraction = Annotated[float, Field(ge=0, le=1)]
-StepIndex = Annotated[str, StringConstraints(pattern=r"^\d+$")]
-_STRICT = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
-
-
-class Tolerances(BaseModel):
-    """One tolerance profile: relative allowances (0.25 = 25 %)."""
-
-    model_config = _STRICT
-
-    e2e: Value
-    denoise_stage: Value
-    non_denoise_stage: Value
-    denoise_step: Value
-    denoise_agg: Value
-    load_peak_vram: Value | None = None
-    runtime_peak_vram: Value | None = None
-    load: Value | None = None
-    host_anon: Value | None = None
-
-
-class Scenario(BaseModel):
-    """Expected figures of one scenario (ms, MiB); unknown keys are kept."""
-
-    model_config = _STRICT
-
-    stages_ms: dict[str, Value | None]
-    denoise_step_ms: dict[StepIndex, Value]
-    expected_e2e_ms: Value
-    expected_avg_denoise_ms: Value
-    expected_median_denoise_ms: Value
-    estimated_full_test_time_s: Value | None = None
-    expected_load_ms: Value | None = None
-    load_peak_vram_mb: Value | None = None
-    runtime_peak_vram_mb: Value | None = None
-    load_peak_allocated_mb: Value | None = None
-    runtime_peak_allocated_mb: Value | None = None
-    warmup_peak_vram_mb: Value | None = None
-    load_peak_host_anon_mb: Value | None = None
-    runtime_peak_host_anon_mb: Value | None = None
-    timing_tolerance: Value | None = None
-    notes: str | None = None
-
-    @property
-    def steps(self) -> dict[int, float]:
-        """``denoise_step_ms`` keyed by int step index."""
-        return {int(k): v for k, v in self.denoise_step_ms.items()}
-
-
-class Sampling(BaseModel):
-    model_config = _STRICT
-
-    step_fractions: list[Fraction]
-
-
 # --- the loaded set -----------------------------------------------------------------------------
 
 
@@ -103,7 +47,7 @@ class BaselineSet:
     primary: Path
     tolerances: dict[str, Tolerances]
     step_fractions: list[float]
-    scenarios: dict[str, Scenario]
+    scenarios: dict[str, ScenarioBaseline]
     source: dict[str, Path]
     raw: dict[Path, dict] = field(repr=False)
     flat_tolerances: bool = False  # a legacy flat tolerances dict: serves every profile name
@@ -202,14 +146,14 @@ def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name
     tolerances, flat = parse_tolerances(doc, primary)
     step_fractions = parse_step_fractions(doc, primary, required=bool(tolerances))
     prefix, overrides = runner_overrides(doc, primary, runner_name)
-    scenarios: dict[str, Scenario] = {}
+    scenarios: dict[str, ScenarioBaseline] = {}
     source: dict[str, Path] = {}
     for f in files:
         for name, entry in scenario_dicts(raw[f], f).items():
-            scenario = validate(Scenario, entry, f, join("scenarios", name))
+            scenario = validate(ScenarioBaseline, entry, f, join("scenarios", name))
             if f == primary and name in overrides:
                 where = join(join("runner_overrides", prefix), name)
-                scenario = validate(Scenario, {**entry, **overrides[name]}, f, where)
+                scenario = validate(ScenarioBaseline, {**entry, **overrides[name]}, f, where)
             scenarios[name] = scenario
             source[name] = f
     return BaselineSet(files, primary, tolerances, step_fractions, scenarios, source, raw, flat, prefix)
@@ -274,3 +218,19 @@ def check_runner_overrides(overrides: Any, scenarios: Mapping[str, Any], path: P
                 raise DiffperfError("override for a scenario that is not in the file", source=str(path), key=where)
             if not isinstance(fields, dict):
                 raise DiffperfError(f"expected an object of fields, got {kind(fields)}", source=str(path), key=where)
+
+
+def select_scenarios(baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None) -> list[str]:
+    """Baseline scenarios of this hardware in file order, then cases that have no baseline yet.
+
+    NPU/MUSA fragment scenarios run on their own platform only, and only they run there.
+    """
+    platform = canonical_platform(hardware) if hardware else None
+    wanted = platform if platform in FRAGMENT_PLATFORMS else None
+    ids = [sid for sid in baselines.scenarios if _fragment_of(baselines, sid) == wanted]
+    return ids + [cid for cid in cases if cid not in baselines.scenarios]
+
+
+def _fragment_of(baselines: BaselineSet, scenario_id: str) -> str | None:
+    source = baselines.source[scenario_id].as_posix()
+    return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS) if source.endswith("/" + rel)), None)
