@@ -31,7 +31,7 @@ from PIL import Image
 from pytest_diffperf.consistency import check_output, clip, config_from_env
 from pytest_diffperf.consistency.metrics import cosine, pixel_metrics
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.thresholds import BUILTIN_DEFAULTS
+from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS
 
 WIDTH, HEIGHT, NUM_FRAMES = 768, 512, 81
 

@@ -13,7 +13,7 @@ from .client import Output
 from .consistency import ConsistencyConfig, ConsistencyFailure, check_output, config_from_env, validate_config
 from .options import Settings
 from .platforms import canonical_platform
-from .thresholds import BUILTIN_DEFAULTS, ThresholdSet, load_thresholds
+from .consistency.thresholds import BUILTIN_DEFAULTS, ThresholdSet, load_thresholds
 
 
 def consistency_config(settings: Settings, regen: bool) -> ConsistencyConfig | None:

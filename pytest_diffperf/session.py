@@ -24,7 +24,7 @@ from .sharding import Shard, parse_shard
 
 if TYPE_CHECKING:
     from .consistency import ConsistencyConfig
-    from .thresholds import ThresholdSet
+    from .consistency.thresholds import ThresholdSet
 
 
 @dataclass

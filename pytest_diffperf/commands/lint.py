@@ -1,12 +1,19 @@
-"""`diffperf lint FILE...`: check baseline and threshold files; exit 1 on errors."""
+"""`diffperf lint FILE...`: check baseline and threshold files, recognised by their shape."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
-from ..perf.lint import lint_paths
+from .._util.findings import Finding, read_for_lint
+from ..consistency.thresholds import is_threshold_document, lint_threshold_doc, threshold_files
+from ..errors import DiffperfError
+from ..perf.baselines import baseline_files
+from ..perf.lint import lint_baseline_doc, lint_baselines
+from ..platforms import canonical_platform
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,3 +41,47 @@ def run(args: argparse.Namespace) -> int:
         print(f"{counts['error']} error(s), {counts['warning']} warning(s)")
     failing = {"error", "warning"} if args.strict else {"error"}
     return 1 if any(f.severity in failing for f in findings) else 0
+
+
+def lint_paths(paths: Iterable[str | Path], hardware: str | None = None) -> list[Finding]:
+    """Lint files and folders (a folder: every file of both kinds, or the ones ``hardware`` reads)."""
+    if hardware is not None:
+        canonical_platform(hardware)
+    out: list[Finding] = []
+    for path in map(Path, paths):
+        if path.is_file():
+            out += lint_file(path)
+        elif not path.is_dir():
+            raise DiffperfError("file not found", source=str(path))
+        elif hardware is None:
+            for f in sorted(path.rglob("*.json")):
+                out += lint_file(f, skip_unknown=True)
+        else:
+            found = [_try(baseline_files, path, hardware), _try(threshold_files, path, hardware)]
+            if not any(found):
+                raise DiffperfError(f"no baseline or threshold files for platform {hardware!r}", source=str(path))
+            out += lint_baselines(path, hardware) if found[0] else []
+            out += [x for f in found[1] for x in lint_file(f)]
+    return out
+
+
+def lint_file(path: Path, *, skip_unknown: bool = False) -> list[Finding]:
+    """Lint one file, recognised by shape (``skip_unknown``: no finding for other JSON files)."""
+    data, out = read_for_lint(path)
+    if data is None:
+        return out
+    if is_threshold_document(data):
+        return out + lint_threshold_doc(path, data)
+    if "scenarios" in data:
+        return out + lint_baseline_doc(path, data)
+    if skip_unknown:
+        return out
+    message = "neither a baseline file (no 'scenarios') nor a threshold file (no 'cases' object)"
+    return [*out, Finding("error", str(path), "", "", message)]
+
+
+def _try(resolve: Callable[[Path, str], list[Path]], path: Path, hardware: str) -> list[Path]:
+    try:
+        return resolve(path, hardware)
+    except DiffperfError:
+        return []

@@ -14,7 +14,8 @@ from ..errors import DiffperfError
 from . import artifacts, embcache, groundtruth, manifest
 from .clip import Embedder, get_embedder
 from .config import ConsistencyConfig
-from .metrics import ThresholdsLike, check_frame, cosine, pixel_metrics
+from .thresholds import Thresholds
+from .metrics import check_frame, cosine, pixel_metrics
 from .result import PREFIX, ConsistencyFailure, ConsistencyResult, FrameResult, frame_line, thresholds_line
 
 
@@ -24,7 +25,7 @@ def check_output(
     is_video: bool,
     output_ext: str,
     frames: list[np.ndarray],
-    thresholds: ThresholdsLike,
+    thresholds: Thresholds,
     cfg: ConsistencyConfig,
     media: bytes | None = None,
 ) -> ConsistencyResult:

@@ -9,21 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
-from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+
+from .thresholds import Thresholds
 
 METRICS = ("clip", "ssim", "psnr", "mad")
-
-
-class ThresholdsLike(Protocol):
-    """What ``thresholds.Thresholds`` offers: minimum clip/ssim/psnr, maximum mad."""
-
-    clip: float
-    ssim: float
-    psnr: float
-    mad: float
 
 
 @dataclass(frozen=True)
@@ -33,7 +24,7 @@ class FrameMetrics:
     psnr: float  # math.inf for identical frames
     mad: float
 
-    def failed(self, t: ThresholdsLike) -> list[str]:
+    def failed(self, t: Thresholds) -> list[str]:
         """Names of the metrics that miss their threshold, in METRICS order."""
         ok = {
             "clip": self.clip >= t.clip,
@@ -51,6 +42,8 @@ def check_frame(frame: np.ndarray, what: str) -> None:
 
 
 def ssim(out: np.ndarray, gt: np.ndarray) -> float:
+    from skimage.metrics import structural_similarity  # scikit-image: only when outputs are compared
+
     return float(structural_similarity(out, gt, channel_axis=2, data_range=255))
 
 
@@ -58,6 +51,8 @@ def psnr(out: np.ndarray, gt: np.ndarray) -> float:
     """PSNR in dB; ``math.inf`` for identical frames (scikit-image would warn dividing by zero)."""
     if np.array_equal(out, gt):
         return math.inf
+    from skimage.metrics import peak_signal_noise_ratio
+
     return float(peak_signal_noise_ratio(gt, out, data_range=255))
 
 

@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .metrics import METRICS, FrameMetrics, ThresholdsLike, json_number
+from .thresholds import Thresholds
+from .metrics import METRICS, FrameMetrics, json_number
 
 PREFIX = "CONSISTENCY:"  # every failure message starts with this; perf failures never do
 
@@ -41,7 +42,7 @@ class ConsistencyResult:
     status: Status
     message: str = ""
     reason: Reason | None = None
-    thresholds: ThresholdsLike | None = None
+    thresholds: Thresholds | None = None
     frames: list[FrameResult] = field(default_factory=list)
     gt_files: list[str] = field(default_factory=list)
     integrity: str = ""  # "verified" or why not
@@ -93,7 +94,7 @@ def fmt(value: float) -> str:
     return f"{value:.4f}" if math.isfinite(value) else str(value)
 
 
-def thresholds_line(t: ThresholdsLike) -> str:
+def thresholds_line(t: Thresholds) -> str:
     return f"clip >= {t.clip:g}, ssim >= {t.ssim:g}, psnr >= {t.psnr:g}, mad <= {t.mad:g}"
 
 

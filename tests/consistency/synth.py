@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_diffperf.thresholds import BUILTIN_DEFAULTS
+from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS
 
 IMAGE_T = BUILTIN_DEFAULTS["image"]
 VIDEO_T = BUILTIN_DEFAULTS["video"]

@@ -20,7 +20,7 @@ CHILD = textwrap.dedent(
     import numpy as np
     from pathlib import Path
     from pytest_diffperf.consistency import TINY_MODEL, check_output, clip, config_from_env
-    from pytest_diffperf.thresholds import BUILTIN_DEFAULTS
+    from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS
 
     frames = list(np.load(sys.argv[2]))
     cfg = config_from_env(gt_dir=Path(sys.argv[1]), clip_model=TINY_MODEL, clip_pretrained="none", env={})

@@ -12,7 +12,7 @@ from PIL import Image
 
 from pytest_diffperf.consistency import ConsistencyFailure, check_output, clip, groundtruth, write_summary
 from pytest_diffperf.consistency.metrics import pixel_metrics
-from pytest_diffperf.thresholds import Thresholds
+from pytest_diffperf.consistency.thresholds import Thresholds
 
 from .synth import IMAGE_T, VIDEO_T, noisy, scene, video
 

@@ -12,7 +12,7 @@ from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
 from pytest_diffperf.consistency import metrics
 from pytest_diffperf.consistency.metrics import FrameMetrics
-from pytest_diffperf.thresholds import Thresholds
+from pytest_diffperf.consistency.thresholds import Thresholds
 
 from .synth import noisy, scene
 

@@ -11,7 +11,7 @@ import pytest
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.perf.limits import get_preset
-from pytest_diffperf.thresholds import load_thresholds
+from pytest_diffperf.consistency.thresholds import load_thresholds
 
 S = "scenarios.img_t2i"
 

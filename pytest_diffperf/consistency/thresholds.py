@@ -14,9 +14,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from .errors import DiffperfError
-from ._util.jsonfile import STRICT, read_json_object, validate
-from .platforms import DEFAULT_GPU, canonical_platform, threshold_file_stems
+from ..errors import DiffperfError
+from .._util.findings import Finding, schema_problems
+from .._util.jsonfile import STRICT, read_json_object, validate
+from ..platforms import DEFAULT_GPU, canonical_platform, threshold_file_stems
 
 SINGLE_FILE = "consistency_threshold.json"
 PLATFORM_DIR = "consistency_thresholds"
@@ -158,3 +159,8 @@ def is_threshold_document(doc: dict[str, Any]) -> bool:
     if "scenarios" in doc:
         return False
     return isinstance(doc.get("cases"), dict) or any(k.startswith("default_") and "threshold" in k for k in doc)
+
+
+def lint_threshold_doc(path: Path, doc: dict[str, Any]) -> list[Finding]:
+    """Every schema problem of one threshold file."""
+    return [Finding("error", str(path), "", key, msg) for key, msg in schema_problems(ThresholdFile, doc)]

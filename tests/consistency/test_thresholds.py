@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_diffperf.thresholds import BUILTIN_DEFAULTS, Thresholds, load_thresholds, threshold_files
+from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS, Thresholds, load_thresholds, threshold_files
 
 
 def test_builtin_defaults():

@@ -10,7 +10,10 @@ import sys
 import pytest
 
 from pytest_diffperf.perf.baselines import load_baselines
-from pytest_diffperf.perf.lint import Finding, lint_baselines, lint_file, lint_paths, lint_thresholds
+from pytest_diffperf._util.findings import Finding
+from pytest_diffperf.commands.lint import lint_file, lint_paths
+from pytest_diffperf.consistency.thresholds import threshold_files
+from pytest_diffperf.perf.lint import lint_baselines
 
 S = "img_t2i"
 
@@ -164,7 +167,7 @@ def test_lint_loaded_set_as_the_plugin_does(layout):
 
 
 def test_lint_thresholds_of_a_platform(layout):
-    assert lint_thresholds(layout / "consistency_thresholds", "b200") == []
+    assert [x for f in threshold_files(layout / "consistency_thresholds", "b200") for x in lint_file(f)] == []
 
 
 def test_folder_walk_skips_other_json(write, h100_doc):
