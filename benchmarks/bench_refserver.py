@@ -29,7 +29,7 @@ from pytest_diffperf.protocol import (
     PerfRecord,
     parse_load_marker,
 )
-from pytest_diffperf.server import free_port
+from pytest_diffperf.serving.process import free_port
 
 WORKLOADS = {
     "tiny/flux-t2i": {

@@ -8,12 +8,12 @@ import warnings
 
 import pytest
 
-from .client import RequestError
+from .serving.client import RequestError
 from .outputcheck import compare
-from .perflog import PerfLogError
+from .serving.perflog import PerfLogError
 from .regenrun import get_regen
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
-from .runner import measure
+from .serving.measure import measure
 from .scenario import (
     ScenarioFailure,
     ScenarioResult,
@@ -23,7 +23,7 @@ from .scenario import (
     missing_case_message,
     request_rows,
 )
-from .server import ServerError, ServerProcess
+from .serving.process import ServerError, ServerProcess
 from .session import DiffperfSession, get_session
 
 PLAIN_FAILURES = (ScenarioFailure, ServerError, RequestError, PerfLogError)

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from .cases import Case, CaseFile
-from .client import RequestError
+from .serving.client import RequestError
 from .errors import DiffperfError
-from .launchers import Launcher, ServerSpec, get_launcher
+from .serving.launchers import Launcher, ServerSpec, get_launcher
 from .perf.measurement import Measurement
-from .pool import ServerPool
-from .runner import Sample, measure
-from .server import ServerError, headline
+from .serving.pool import ServerPool
+from .serving.measure import Sample, measure
+from .serving.process import ServerError, headline
 
 DEFAULT_FRAMEWORK = "sglang"
 KNOWN_SHOWN = 10  # case ids listed when an unknown one has no close match

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .cases import Case
-from .client import Output
+from .serving.client import Output
 from .consistency import ConsistencyConfig, ConsistencyFailure, check_output, config_from_env, validate_config
 from .options import Settings
 from .platforms import canonical_platform

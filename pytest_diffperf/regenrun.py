@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .errors import DiffperfError
-from .launchers import ServerSpec
+from .serving.launchers import ServerSpec
 from .perf.measurement import Measurement
 from .regen import RegenSettings
 from .regenfile import check_writable, regenerate, run_metadata, target_file

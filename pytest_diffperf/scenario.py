@@ -11,7 +11,7 @@ from .perf import limits
 from .perf.measurement import Measurement
 from .perf.schema import ScenarioBaseline
 from .cases import Case
-from .runner import Sample
+from .serving.measure import Sample
 from .perf.entry import measured_scenario
 
 PERF_PREFIX = "PERFORMANCE:"  # consistency failures start with "CONSISTENCY:" instead

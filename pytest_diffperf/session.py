@@ -15,10 +15,10 @@ from .cases import Case, load_cases
 from .devices import DeviceShare
 from .distribute import shard_of, share_of
 from .errors import DiffperfError
-from .launchers import Launcher, ServerSpec, get_launcher
+from .serving.launchers import Launcher, ServerSpec, get_launcher
 from .perf.limits import Preset, get_preset
 from .options import SESSION_KEY, Settings, read_settings
-from .pool import ServerPool
+from .serving.pool import ServerPool
 from .regen import ground_truth_requested
 from .sharding import Shard, parse_shard
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .perf.schema import ScenarioBaseline
 from .cases import Case
 from .errors import DiffperfError
-from .launchers import ServerSpec
+from .serving.launchers import ServerSpec
 
 STARTUP_S = 120.0  # SGLang's server-start allowance when a scenario has no full-test estimate
 DEFAULT_S = 300.0  # SGLang's estimate for a scenario without a baseline

@@ -17,7 +17,7 @@ from ..cases import load_case_file
 from ..compare import Run, document, plan, run_all
 from ..errors import DiffperfError
 from .._util.text import format_table
-from ..pool import ServerPool
+from ..serving.pool import ServerPool
 
 DRY_RUN_PORT = 30000
 

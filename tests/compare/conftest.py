@@ -12,7 +12,8 @@ import psutil
 import pytest
 
 from pytest_diffperf import cli
-from pytest_diffperf.launchers import LAUNCHERS, Launcher, register_launcher
+from pytest_diffperf.launchers import Launcher, register_launcher
+from pytest_diffperf.serving.launchers import LAUNCHERS
 
 from ..conftest import REPO
 from ..plugin.conftest import tiny_case

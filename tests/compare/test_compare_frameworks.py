@@ -10,9 +10,10 @@ import textwrap
 import pytest
 import requests
 
-from pytest_diffperf import launchers as launchers_module
-from pytest_diffperf import protocol, runner
-from pytest_diffperf.client import Output, check_output, request_body
+from pytest_diffperf.serving import launchers as launchers_module
+from pytest_diffperf import protocol
+from pytest_diffperf.serving import measure as runner
+from pytest_diffperf.serving.client import Output, check_media, request_body
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.launchers import ReferenceLauncher, get_launcher
 
@@ -40,7 +41,7 @@ class PlainHttpLauncher(ReferenceLauncher):
     def request(self, base_url, case, timeout):
         reply = requests.post(base_url + protocol.IMAGES_PATH, json=request_body(case), timeout=timeout).json()
         output = Output(reply["id"], "image", base64.b64decode(reply["data"][0]["b64_json"]), "png")
-        check_output(output, case)
+        check_media(output, case)
         return output
 
 

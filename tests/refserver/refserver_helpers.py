@@ -15,7 +15,7 @@ import requests
 from PIL import Image
 
 from pytest_diffperf.protocol import PERF_LOG_FILE, PerfRecord
-from pytest_diffperf.server import free_port, kill_tree
+from pytest_diffperf.serving.process import free_port, kill_tree
 
 STARTUP_TIMEOUT_S = 90
 # Small shapes keep the suite fast on a 2-core box.

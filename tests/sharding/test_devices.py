@@ -8,7 +8,7 @@ import pytest
 
 from pytest_diffperf.devices import WORKER_PORTS, DeviceShare, device_env_var, device_share, visible_devices
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.server import ServerError, free_port
+from pytest_diffperf.serving.process import ServerError, free_port
 
 
 @pytest.mark.parametrize(

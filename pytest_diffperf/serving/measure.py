@@ -10,11 +10,12 @@ from typing import TypeVar
 
 import requests
 
-from . import perflog, protocol
-from .cases import Case
+from . import perflog
+from .. import protocol
+from ..cases import Case
 from .client import Output, RequestError
 from .launchers import Launcher
-from .server import ServerError, ServerProcess
+from .process import ServerError, ServerProcess
 
 T = TypeVar("T")
 WATCH_INTERVAL_S = 0.05

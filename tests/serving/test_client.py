@@ -1,7 +1,7 @@
 """Request bodies sent for a case: SGLang's fields, extras merged last, None deleting a key."""
 
 from pytest_diffperf.cases import Case
-from pytest_diffperf.client import request_body
+from pytest_diffperf.serving.client import request_body
 
 
 def test_image_body_has_openai_fields_and_sampling_extras():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from . import protocol
+from .. import protocol
 
 
 class PerfLogError(Exception):

@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import requests
 
-from . import protocol
-from .devices import DEVICE_ENV_VARS
+from .. import protocol
+from ..devices import DEVICE_ENV_VARS
 
 FATAL_PATTERNS = ("Fatal Python error:", "Segmentation fault", "terminate called after throwing")
 TAIL_LINES = 200

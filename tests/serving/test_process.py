@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from pytest_diffperf.server import ServerError, ServerProcess, free_port
+from pytest_diffperf.serving.process import ServerError, ServerProcess, free_port
 
 
 def script_server(tmp_path, body: str) -> ServerProcess:

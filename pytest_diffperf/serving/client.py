@@ -14,8 +14,8 @@ import numpy as np
 import requests
 from PIL import Image
 
-from . import protocol
-from .cases import Case
+from .. import protocol
+from ..cases import Case
 
 
 class RequestError(Exception):
@@ -65,7 +65,7 @@ def endpoint(case: Case) -> str:
 def generate(base_url: str, case: Case, timeout: float) -> Output:
     deadline = time.monotonic() + timeout
     output = _video(base_url, case, deadline) if case.is_video else _image(base_url, case, deadline)
-    check_output(output, case)
+    check_media(output, case)
     return output
 
 
@@ -120,7 +120,7 @@ def _video(base_url: str, case: Case, deadline: float) -> Output:
     return Output(str(job["id"]), "video", content.content, "mp4")
 
 
-def check_output(output: Output, case: Case) -> None:
+def check_media(output: Output, case: Case) -> None:
     """The media decodes, has the asked size and (video) the asked frame count."""
     try:
         frames = output.frames()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .launchers import ServerSpec, get_launcher
-from .server import ServerError, ServerProcess, free_port
+from .process import ServerError, ServerProcess, free_port
 
 
 @dataclass

@@ -1,0 +1,133 @@
+"""Launchers: how to start one kind of server and talk to it.
+
+A launcher is a command builder plus a request adapter. ``sglang`` and ``reference`` (the bundled
+CPU server) share SGLang's command line and HTTP API; other frameworks subclass ``Launcher`` and
+call ``register_launcher``, or are declared in the ``pytest_diffperf.launchers`` entry-point group
+(see docs/compare.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from . import client
+from .. import protocol
+from ..cases import Case
+from ..errors import DiffperfError
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """Everything that decides which server process a case needs; equal specs share a server."""
+
+    launcher: str
+    model: str
+    serve_args: str
+    extra_env: tuple[tuple[str, str], ...]
+    num_gpus: int
+
+    @classmethod
+    def for_case(cls, case: Case, launcher: str) -> ServerSpec:
+        entry = case.framework(launcher)
+        return cls(launcher, case.model, entry.serve_args, tuple(sorted(entry.extra_env.items())), case.num_gpus)
+
+    @property
+    def key(self) -> str:
+        """A short id without spaces (an xdist group name): launcher, model, GPUs, and a hash of the rest."""
+        key = f"{self.launcher}:{self.model}:{self.num_gpus}gpu"
+        if self.serve_args or self.extra_env:
+            key += ":" + hashlib.sha256(repr((self.serve_args, self.extra_env)).encode()).hexdigest()[:8]
+        return key
+
+
+class Launcher:
+    """SGLang's ``sglang serve`` command line and OpenAI-style HTTP API."""
+
+    name = "sglang"
+    sglang_args = True  # takes SGLang's serve args: a case's "sglang" entry serves it when it has none of its own
+    writes_perf_log = True  # the server writes SGLang's performance.log to $SGLANG_PERF_LOG_DIR
+
+    def program(self) -> list[str]:
+        return ["sglang"]
+
+    def command(self, spec: ServerSpec, port: int) -> list[str]:
+        return [
+            *self.program(), "serve",
+            "--model-path", spec.model,
+            "--port", str(port),
+            "--log-level=debug",
+            "--model-type", "diffusion",
+            "--num-gpus", str(spec.num_gpus),
+            *shlex.split(os.path.expandvars(spec.serve_args)),
+            "--strict-ports",
+        ]  # fmt: skip
+
+    def env(self, spec: ServerSpec, perf_dir: Path) -> dict[str, str]:
+        env = {k: os.path.expandvars(v) for k, v in spec.extra_env}
+        env[protocol.STAGE_LOGGING_ENV] = "1"
+        env[protocol.PERF_LOG_DIR_ENV] = str(perf_dir)
+        return env
+
+    def request(self, base_url: str, case: Case, timeout: float) -> client.Output:
+        """Send one generation request for ``case``; returns the response id and the media."""
+        return client.generate(base_url, case, timeout)
+
+    def preview(self, case: Case) -> str:
+        """What ``request`` sends for ``case``, as one line of text (for ``diffperf compare --dry-run``)."""
+        image = f" (multipart, with {case.reference_image})" if isinstance(case.reference_image, str) else ""
+        return f"POST {client.endpoint(case)} {json.dumps(client.request_body(case))}{image}"
+
+
+class ReferenceLauncher(Launcher):
+    """The bundled CPU reference server, started with the same flags as ``sglang serve``."""
+
+    name = "reference"
+
+    def program(self) -> list[str]:
+        return [sys.executable, "-m", "pytest_diffperf.refserver"]
+
+
+LAUNCHERS: dict[str, Launcher] = {}
+ENTRY_POINT_GROUP = "pytest_diffperf.launchers"
+
+
+def register_launcher(launcher: Launcher) -> None:
+    LAUNCHERS[launcher.name] = launcher
+
+
+def get_launcher(name: str) -> Launcher:
+    """A registered launcher, else the one an installed package declares under ``name`` in the entry-point group."""
+    if name not in LAUNCHERS:
+        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
+            register_launcher(_load(entry))
+    try:
+        return LAUNCHERS[name]
+    except KeyError:
+        known = sorted({*LAUNCHERS, *metadata.entry_points(group=ENTRY_POINT_GROUP).names})
+        raise DiffperfError(f"unknown launcher {name!r}; known: {', '.join(known)}") from None
+
+
+def _load(entry: metadata.EntryPoint) -> Launcher:
+    """The launcher of an entry point (a ``Launcher`` subclass or instance named like the entry point)."""
+    where = f"entry point {entry.name} = {entry.value} ({ENTRY_POINT_GROUP})"
+    try:
+        found = entry.load()
+    except Exception as exc:  # noqa: BLE001 (any import-time failure of a third-party module)
+        raise DiffperfError(f"cannot load: {type(exc).__name__}: {exc}", source=where) from None
+    launcher = found() if isinstance(found, type) and issubclass(found, Launcher) else found
+    if not isinstance(launcher, Launcher):
+        raise DiffperfError(f"expected a Launcher subclass or instance, got {found!r}", source=where)
+    if launcher.name != entry.name:
+        raise DiffperfError(f"the launcher is named {launcher.name!r}, the entry point {entry.name!r}", source=where)
+    return launcher
+
+
+register_launcher(Launcher())
+register_launcher(ReferenceLauncher())
