@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .devices import DeviceShare, device_env_var, device_share, visible_devices
+from .platforms import device_env_var
+from .serving.launchers import group_key
+from .sharding.devices import DeviceShare, device_share, visible_devices
 from .options import Settings
-from .sharding import Shard, assign, group_key, server_groups
+from .sharding.plan import Shard, assign, server_groups
 
 if TYPE_CHECKING:
     from .session import DiffperfSession

@@ -1,4 +1,4 @@
-"""Hardware platform names, their aliases, and where SGLang keeps each platform's files."""
+"""Hardware platforms: names and aliases, where SGLang keeps each one's files, and its visible-devices variable."""
 
 from __future__ import annotations
 
@@ -59,3 +59,14 @@ def threshold_file_stems(platform: str) -> tuple[str, ...]:
     """Candidate stems of `consistency_thresholds/<stem>.json` for a platform, in order."""
     canonical = canonical_platform(platform)
     return ("xpu_b60", "intel_xpu_b60") if canonical == "xpu_b60" else (canonical,)
+
+
+# Each platform's visible-devices variable (CUDA's for the GPU platforms and the CPU).
+CUDA_ENV = "CUDA_VISIBLE_DEVICES"
+PLATFORM_ENV = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "musa": "MUSA_VISIBLE_DEVICES", "xpu_b60": "ZE_AFFINITY_MASK"}
+DEVICE_ENV_VARS = (CUDA_ENV, *PLATFORM_ENV.values())
+
+
+def device_env_var(hardware: str | None) -> str:
+    """The variable that lists the visible devices of ``hardware`` (CUDA's when unknown)."""
+    return PLATFORM_ENV.get(canonical_platform(hardware), CUDA_ENV) if hardware else CUDA_ENV

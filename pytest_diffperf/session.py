@@ -12,7 +12,7 @@ import pytest
 
 from .perf.baselines import BaselineSet, load_baselines, select_scenarios
 from .cases import Case, load_cases
-from .devices import DeviceShare
+from .sharding.devices import DeviceShare
 from .distribute import shard_of, share_of
 from .errors import DiffperfError
 from .serving.launchers import Launcher, ServerSpec, get_launcher
@@ -20,7 +20,7 @@ from .perf.limits import Preset, get_preset
 from .options import SESSION_KEY, Settings, read_settings
 from .serving.pool import ServerPool
 from .regen import ground_truth_requested
-from .sharding import Shard, parse_shard
+from .sharding.plan import Shard, parse_shard
 
 if TYPE_CHECKING:
     from .consistency import ConsistencyConfig

@@ -11,7 +11,8 @@ from ..perf.baselines import load_baselines, select_scenarios
 from ..cases import load_cases
 from ..errors import DiffperfError
 from ..serving.launchers import get_launcher
-from ..sharding import MAX_SHARDS, MAX_TIME_S, MIN_TIME_S, TARGET_TIME_S, assign, choose_count, group_key, server_groups
+from ..serving.launchers import group_key
+from ..sharding.plan import MAX_SHARDS, MAX_TIME_S, MIN_TIME_S, TARGET_TIME_S, assign, choose_count, server_groups
 
 CHOICE_OPTIONS = ("target_time", "min_time", "max_time", "max_shards")
 

@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -45,6 +46,11 @@ class ServerSpec:
         if self.serve_args or self.extra_env:
             key += ":" + hashlib.sha256(repr((self.serve_args, self.extra_env)).encode()).hexdigest()[:8]
         return key
+
+
+def group_key(cases: Mapping[str, Case], launcher: str) -> Callable[[str], str]:
+    """A scenario's server group: the key of its ``ServerSpec``, or its own id when it has no case."""
+    return lambda sid: ServerSpec.for_case(cases[sid], launcher).key if sid in cases else sid
 
 
 class Launcher:

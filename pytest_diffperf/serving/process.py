@@ -16,7 +16,7 @@ import psutil
 import requests
 
 from .. import protocol
-from ..devices import DEVICE_ENV_VARS
+from ..platforms import DEVICE_ENV_VARS
 
 FATAL_PATTERNS = ("Fatal Python error:", "Segmentation fault", "terminate called after throwing")
 TAIL_LINES = 200

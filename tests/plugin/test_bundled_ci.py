@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf.cli import main
-from pytest_diffperf.devices import WORKER_PORTS
+from pytest_diffperf.sharding.devices import WORKER_PORTS
 
 REPO = Path(__file__).resolve().parents[2]
 WIDE = {

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.baselines import select_scenarios
-from pytest_diffperf.sharding import assign, server_groups
+from pytest_diffperf.sharding.plan import assign, server_groups
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = ["data/perf_baselines/cpu.json", "--cases", "data/cases.json", "--hardware", "cpu", "--server", "reference"]

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_diffperf.perf.schema import ScenarioBaseline
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.sharding import Estimate, Group, assign, choose_count, estimate, parse_shard, server_groups
+from pytest_diffperf.sharding.plan import Estimate, Group, assign, choose_count, estimate, parse_shard, server_groups
 
 
 def scenario(e2e_ms: float = 1000.0, **fields) -> ScenarioBaseline:

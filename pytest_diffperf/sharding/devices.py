@@ -12,17 +12,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import DiffperfError
-from .platforms import canonical_platform
+from ..errors import DiffperfError
 
-CUDA_ENV = "CUDA_VISIBLE_DEVICES"
-PLATFORM_ENV = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "musa": "MUSA_VISIBLE_DEVICES", "xpu_b60": "ZE_AFFINITY_MASK"}
-DEVICE_ENV_VARS = (CUDA_ENV, *PLATFORM_ENV.values())
 WORKER_PORTS = range(20000, 32000)  # below Linux's ephemeral range, split among xdist workers
-
-
-def device_env_var(hardware: str | None) -> str:
-    return PLATFORM_ENV.get(canonical_platform(hardware), CUDA_ENV) if hardware else CUDA_ENV
 
 
 def visible_devices(option: str | None, var: str, environ: Mapping[str, str] = os.environ) -> tuple[str, ...] | None:

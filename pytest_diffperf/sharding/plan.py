@@ -13,10 +13,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .perf.schema import ScenarioBaseline
-from .cases import Case
-from .errors import DiffperfError
-from .serving.launchers import ServerSpec
+from ..perf.schema import ScenarioBaseline
+from ..cases import Case
+from ..errors import DiffperfError
 
 STARTUP_S = 120.0  # SGLang's server-start allowance when a scenario has no full-test estimate
 DEFAULT_S = 300.0  # SGLang's estimate for a scenario without a baseline
@@ -53,11 +52,6 @@ class Group:
     def cost_s(self) -> float:
         """Every scenario's estimate without its start, plus one start (the largest)."""
         return sum(e.total_s - e.start_s for e in self.estimates) + max(e.start_s for e in self.estimates)
-
-
-def group_key(cases: Mapping[str, Case], launcher: str) -> Callable[[str], str]:
-    """A scenario's server group: the key of its ``ServerSpec``, or its own id when it has no case."""
-    return lambda sid: ServerSpec.for_case(cases[sid], launcher).key if sid in cases else sid
 
 
 def server_groups(
