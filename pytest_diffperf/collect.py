@@ -8,25 +8,16 @@ import warnings
 
 import pytest
 
-from .serving.client import RequestError
+from .errors import DiffperfFailure
 from .outputcheck import compare
-from .serving.perflog import PerfLogError
 from .regenrun import get_regen
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
 from .serving.measure import measure
-from .scenario import (
-    ScenarioFailure,
-    ScenarioResult,
-    judge,
-    measurement_of,
-    missing_baseline_message,
-    missing_case_message,
-    request_rows,
-)
-from .serving.process import ServerError, ServerProcess
+from .results.model import ScenarioResult
+from .results.verdict import ScenarioFailure, judge_scenario, judged_values, measurement_of, missing_baseline_message, missing_case_message, request_rows
+from .serving.process import ServerProcess
 from .session import DiffperfSession, get_session
 
-PLAIN_FAILURES = (ScenarioFailure, ServerError, RequestError, PerfLogError)
 
 
 class UnguardedWarning(UserWarning):
@@ -63,7 +54,7 @@ class ScenarioItem(pytest.Item):
         ds = _session(self.config)
         source = str(ds.baselines.source.get(self.name, ds.baselines.primary))
         if self.case is None:
-            self._finish(ScenarioResult(self.name, "fail", message=missing_case_message(self.name, source, _path(ds))))
+            self._finish(ScenarioResult(scenario=self.name, verdict="fail", message=missing_case_message(self.name, source, _path(ds))))
         if self.server is None:
             pytest.skip(f"{self.name}: run_perf_check is false and its output is not compared")
         timeout = self.case.timeout_s or ds.settings.diffperf_request_timeout
@@ -83,24 +74,25 @@ class ScenarioItem(pytest.Item):
         if regen is not None:
             result = regen.regenerate(self, measurement, measure_s)
         elif ds.settings.profile is None or not self.case.run_perf_check:
-            result = ScenarioResult(self.name, "unjudged", message="performance not judged")
+            result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")
         elif self.scenario is None:
             message = missing_baseline_message(self.name, str(ds.baselines.primary), measurement)
-            return ScenarioResult(self.name, "fail", message=message)
+            return ScenarioResult(scenario=self.name, verdict="fail", message=message)
         else:
             tolerances = ds.baselines.profile(ds.settings.profile)
             step_fractions = ds.baselines.step_fractions
-            result = judge(self.name, self.scenario, measurement, tolerances, ds.preset, step_fractions)
+            result = judge_scenario(self.name, self.scenario, measurement, tolerances, ds.preset, step_fractions)
         result.rows = request_rows(self.name, samples, measurement, ds.baselines.step_fractions)
+        result.measured = judged_values(measurement, ds.preset)
         result.server = self.server.info()
         return result
 
     def _finish(self, result: ScenarioResult, consistency_failure: Exception | None = None) -> None:
-        self.user_properties.append((RESULT_PROPERTY, result.to_json()))
-        for row in result.rows[:1]:
-            for key in ("e2e_ms", "load_ms", "avg_step_ms", "median_step_ms"):
-                self.user_properties.append((f"diffperf_{key}", row[key]))
+        self.user_properties.append((RESULT_PROPERTY, result.model_dump_json()))
+        for key, value in result.measured.items():
+            self.user_properties.append((f"diffperf_{key}", value))
         self.user_properties.append(("diffperf_verdict", result.verdict))
+        self.user_properties.append(("diffperf_outcome", result.outcome))
         if result.consistency is not None:
             self.user_properties.append(("diffperf_consistency", json.dumps(result.consistency)))
         messages = [result.message] if result.verdict == "fail" else []
@@ -119,7 +111,7 @@ def plain_longrepr(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
     """The message alone, without a traceback, for a scenario's own kinds of failure."""
     if not isinstance(item, ScenarioItem):
         return None
-    if isinstance(excinfo.value, PLAIN_FAILURES):
+    if isinstance(excinfo.value, DiffperfFailure):
         return str(excinfo.value)
     if isinstance(excinfo.value, TimeoutError):
         return f"{item.name}: {excinfo.value}"

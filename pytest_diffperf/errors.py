@@ -1,4 +1,8 @@
-"""The one exception type for mistakes a user can make (bad file, bad argument)."""
+"""The two kinds of exception the plugin reports as a message alone, never with a traceback.
+
+``DiffperfError`` is a mistake of the user's (a bad file, option or argument); ``DiffperfFailure``
+is a failure of what is under test (a server that died, a bad answer, a regression).
+"""
 
 from __future__ import annotations
 
@@ -14,3 +18,7 @@ class DiffperfError(Exception):
         self.key = key
         where = ": ".join(p for p in (source, key) if p)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class DiffperfFailure(Exception):
+    """What is under test failed (server, request, perf record, scenario verdict): its message says all."""

@@ -21,7 +21,7 @@ import os
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import pytest
 
@@ -31,7 +31,8 @@ from .options import Settings, option_value, truthy
 ENV_ALIAS = "SGLANG_GEN_BASELINE"
 GT_ENV_ALIAS = "SGLANG_GEN_GT"  # read again by consistency.config_from_env, which also takes SGLANG_GT_OUTPUT_DIR
 POLICIES = ("replace", "improve", "tighten")
-ACTIONS = ("added", "replaced", "tightened", "kept")
+Action = Literal["added", "replaced", "tightened", "kept"]
+ACTIONS: tuple[Action, ...] = get_args(Action)
 STEPS = "denoise_step_ms"
 STAGES = "stages_ms"
 DENOISING = "DenoisingStage"
@@ -97,7 +98,7 @@ class RegenSettings:
 
 @dataclass(frozen=True)
 class Decision:
-    action: str  # one of ACTIONS
+    action: Action
     entry: dict[str, Any]  # the scenario as it is to be in the file (the existing one when kept)
     reason: str
     previous: dict[str, Any] | None = None  # the entry the file had

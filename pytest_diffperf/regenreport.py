@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ._util.text import format_table
 from .regen import ACTIONS, RegenSettings
 from .regenfile import diff
 
@@ -62,13 +63,15 @@ def summary_lines(records: list[dict[str, Any]], settings: RegenSettings) -> lis
         f"policy {settings.policy}: " + ", ".join(f"{counts[a]} {a}" for a in ACTIONS if counts[a]) + f" ({mode})",
         "",
     ]
-    lines += _table([("scenario", "action", "reason")] + [(r["scenario"], r["action"], r["reason"]) for r in records])
+    lines += format_table(
+        [("scenario", "action", "reason")] + [(r["scenario"], r["action"], r["reason"]) for r in records], right_from=None
+    )
     changed = [(r["scenario"], *c) for r in records for c in r["changes"] if c[1] is not None]
     if changed:
-        lines += ["", *_table(_field_counts(changed), numeric_from=1)]
+        lines += ["", *format_table(_field_counts(changed), right_from=1)]
         largest = _largest(changed)
         if len(largest) > 1:
-            lines += ["", "largest relative changes:", *_table(largest, numeric_from=2)]
+            lines += ["", "largest relative changes:", *format_table(largest, right_from=2)]
     return lines
 
 
@@ -92,16 +95,4 @@ def _largest(changed: list[tuple[str, str, float | None, float]]) -> list[tuple[
     rows = [("scenario", "field", "old", "new", "change")]
     return rows + [
         (sid, key, f"{old:.2f}", f"{new:.2f}", f"{rel:+.1%}") for rel, sid, key, old, new in relative[:LARGEST]
-    ]
-
-
-def _table(rows: list[tuple[str, ...]], numeric_from: int | None = None) -> list[str]:
-    """Aligned columns: text left-aligned, columns from ``numeric_from`` on right-aligned."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    right = len(widths) if numeric_from is None else numeric_from
-    return [
-        "  ".join(
-            cell.rjust(w) if i >= right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))
-        ).rstrip()
-        for row in rows
     ]

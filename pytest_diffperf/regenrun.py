@@ -27,7 +27,7 @@ from .perf.measurement import Measurement
 from .regen import RegenSettings
 from .regenfile import check_writable, regenerate, run_metadata, target_file
 from .regenreport import REGEN_PROPERTY, RegenSummary
-from .scenario import ScenarioFailure, ScenarioResult
+from .results.verdict import ScenarioFailure, ScenarioResult
 from .session import DiffperfSession
 from .perf.entry import measured_scenario
 
@@ -110,4 +110,4 @@ class RegenRun:
             "written": decision.writes and not self.settings.dry_run,
         }
         item.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
-        return ScenarioResult(item.name, "pass", message=f"{decision.action}: {decision.reason}")
+        return ScenarioResult(scenario=item.name, verdict="pass", message=f"{decision.action}: {decision.reason}")

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .scenario import ScenarioResult
+from ._util.text import format_table
+from .results.model import RESULTS_VERSION, ScenarioResult
+from .results.tables import markdown, summary_table
 
 RESULT_PROPERTY = "diffperf_result"
 SCENARIO_PROPERTY = "diffperf_scenario"
-RESULTS_VERSION = 1
 
 
 class ResultsCollector:
@@ -35,19 +34,19 @@ class ResultsCollector:
         if SCENARIO_PROPERTY not in props:
             return
         if RESULT_PROPERTY in props:
-            self.results[report.nodeid] = ScenarioResult.from_json(props[RESULT_PROPERTY])
+            self.results[report.nodeid] = ScenarioResult.model_validate_json(props[RESULT_PROPERTY])
         if report.failed and self.results.get(report.nodeid, None) is None:
             first = str(report.longrepr).strip().splitlines()[:1]
-            self.results[report.nodeid] = ScenarioResult(props[SCENARIO_PROPERTY], "error", message=" ".join(first))
+            self.results[report.nodeid] = ScenarioResult(scenario=props[SCENARIO_PROPERTY], verdict="error", message=" ".join(first))
         elif report.skipped and report.nodeid not in self.results:
-            self.results[report.nodeid] = ScenarioResult(props[SCENARIO_PROPERTY], "skipped")
+            self.results[report.nodeid] = ScenarioResult(scenario=props[SCENARIO_PROPERTY], verdict="skipped")
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
             return
         terminalreporter.section("diffperf summary")
-        for line in text_table(table(self.results.values())):
+        for line in format_table(summary_table(self.results.values()), right_from=None):
             terminalreporter.write_line(line)
         if self.json_path:
             terminalreporter.write_line(f"diffperf results: {self.json_path}")
@@ -67,54 +66,15 @@ class ResultsCollector:
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             with open(summary, "a", encoding="utf-8") as out:
-                out.write(markdown(table(self.results.values()), self.header))
+                out.write(markdown(summary_table(self.results.values()), self.header))
 
     def document(self) -> dict[str, Any]:
         return {
             "version": RESULTS_VERSION,
             **self.header,
             "rows": [row for r in self.results.values() for row in r.rows],
-            "scenarios": [asdict(r) for r in self.results.values()],
+            "scenarios": [r.document() for r in self.results.values()],
             "servers": list(
                 {(r.server["pid"], r.server["port"]): r.server for r in self.results.values() if r.server}.values()
             ),
         }
-
-
-def table(results: Iterable[ScenarioResult]) -> list[list[str]]:
-    """The summary table: a header row, then one row per scenario; an ``output`` column when outputs were compared."""
-    results = list(results)
-    compared = any(r.consistency for r in results)
-    rows = [["scenario", "e2e ms", "expected", "limit", "worst check", "verdict"] + ["output"] * compared]
-    for result in results:
-        e2e = result.check("e2e") or {}
-        worst = result.worst()
-        worst_text = f"{worst['name']} {worst['actual'] / worst['limit']:.0%} of limit" if worst else "-"
-        rows.append(
-            [
-                result.case,
-                _num(e2e.get("actual")),
-                _num(e2e.get("expected")),
-                _num(e2e.get("limit")),
-                worst_text,
-                result.verdict.upper(),
-            ]
-            + [result.consistency["status"].upper() if result.consistency else "-"] * compared
-        )
-    return rows
-
-
-def text_table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-
-
-def markdown(table: list[list[str]], header: dict[str, Any]) -> str:
-    title = f"### diffperf: profile `{header.get('profile')}` on `{header.get('hardware')}`\n\n"
-    lines = ["| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
-    lines += ["| " + " | ".join(row) + " |" for row in table[1:]]
-    return title + "\n".join(lines) + "\n\n"
-
-
-def _num(value: Any) -> str:
-    return f"{value:.2f}" if isinstance(value, (int, float)) else "-"

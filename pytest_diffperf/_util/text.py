@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def format_table(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as aligned text: the first column left-aligned, the others right-aligned."""
+def format_table(rows: Sequence[Sequence[str]], right_from: int | None = 1) -> list[str]:
+    """Rows as aligned lines: columns before ``right_from`` left-aligned, the rest right-aligned (None: all left)."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
+    right = len(widths) if right_from is None else right_from
+    return [
+        "  ".join(cell.rjust(w) if i >= right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    ]

@@ -188,7 +188,7 @@ def results_table(results: list[dict[str, Any]]) -> str:
                 str(r["missing_perf_records"]),
             )
         )
-    return format_table(rows)
+    return "\n".join(format_table(rows))
 
 
 def print_report(path: Path) -> None:
@@ -201,7 +201,7 @@ def print_report(path: Path) -> None:
         last = "ERROR" if t.last.error or t.last.latency_s is None else f"{t.last.latency_s:.3f}"
         change = "-" if t.change is None else f"{t.change:+.1%}"
         rows.append((t.case_id, t.framework, str(t.runs), last, _num(t.baseline_s), change, t.commit_sha[:12]))
-    print(format_table(rows))
+    print("\n".join(format_table(rows)))
     for t in trends:
         if t.last.error:
             print(f"  {t.case_id} ({t.framework}) last run: {t.last.error}")

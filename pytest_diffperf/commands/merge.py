@@ -7,12 +7,12 @@ import json
 import os
 from pathlib import Path
 
-from ..perf.baselines import load_baselines, select_scenarios
+from .._util.text import format_table
 from ..errors import DiffperfError
-from ..merge import merge, missing, read_results, results_of, verdict_counts
-from ..report import markdown, table, text_table
-
-FAILING = ("fail", "error")
+from ..perf.baselines import load_baselines, select_scenarios
+from ..results.merge import merge, missing, outcome_counts, read_results, results_of
+from ..results.model import FAILING
+from ..results.tables import markdown, summary_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="merge the results files of shards into one, with one summary",
         description="Merge --diffperf-json files (of shards, or of xdist-less separate runs) into one file and "
         "print one summary (also appended as Markdown to $GITHUB_STEP_SUMMARY when set). Exit status 1 "
-        "when a scenario failed or errored, or when --expect-all finds scenarios that ran in no file.",
+        "when a scenario failed (performance or consistency) or errored, or when --expect-all finds scenarios that ran in no file.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="results files (results-*.json)")
     parser.add_argument("-o", "--output", help="write the merged results here")
@@ -40,20 +40,21 @@ def run(args: argparse.Namespace) -> int:
         baselines = load_baselines(args.expect_all, args.hardware)
         absent = missing(merged, select_scenarios(baselines, {}, args.hardware))
     results = results_of(merged)
-    counts = verdict_counts(results)
+    counts = outcome_counts(results)
     print(f"diffperf merge: {len(args.files)} file(s), {counts}")
-    for line in text_table(table(results)):
+    for line in format_table(summary_table(results), right_from=None):
         print(line)
     for result in results:
-        if result.verdict in FAILING:
-            print(f"{result.verdict.upper()} {result.case}: {(result.message.strip().splitlines() or ['-'])[0]}")
+        if result.outcome in FAILING:
+            reason = result.message if result.verdict in FAILING else (result.consistency or {}).get("message", "")
+            print(f"{result.outcome.upper()} {result.scenario}: {(reason.strip().splitlines() or ['-'])[0]}")
     if absent:
         print(f"{len(absent)} scenario(s) of {args.expect_all} ran in no shard: {', '.join(absent)}")
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.output}")
-    md = markdown(table(results), merged) + f"{counts}\n\n"
+    md = markdown(summary_table(results), merged) + f"{counts}\n\n"
     if absent:
         md += f"**{len(absent)} scenario(s) ran in no shard:** {', '.join(absent)}\n\n"
     if args.markdown:
@@ -61,4 +62,4 @@ def run(args: argparse.Namespace) -> int:
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as out:
             out.write(md)
-    return 1 if absent or any(r.verdict in FAILING for r in results) else 0
+    return 1 if absent or any(r.outcome in FAILING for r in results) else 0

@@ -108,4 +108,4 @@ def _print_text(args, baselines: BaselineSet, plans: dict[str, tuple[bool, list[
         print(f"\n{name}  ({baselines.source[name]}, {kind})")
         rows = [("check", "expected", "rel", "pad", "limit", "unit")]
         rows += [(c.name, f"{c.expected:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", f"{c.limit:.2f}", c.unit) for c in checks]
-        print(textwrap.indent(format_table(rows), "  "))
+        print(textwrap.indent("\n".join(format_table(rows)), "  "))

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .thresholds import Thresholds
 from .metrics import METRICS, FrameMetrics, json_number
+from ..errors import DiffperfFailure
 
 PREFIX = "CONSISTENCY:"  # every failure message starts with this; perf failures never do
 
-Status = str  # "passed" | "failed" | "skipped" | "regenerated"
-Reason = str  # why a check failed: "mismatch" | "shape" | "missing-gt" | "integrity"
+Status = Literal["passed", "failed", "skipped", "regenerated"]
+Reason = Literal["mismatch", "shape", "missing-gt", "integrity"]  # why a check failed
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class ConsistencyResult:
         }
 
 
-class ConsistencyFailure(Exception):
+class ConsistencyFailure(DiffperfFailure):
     """The output does not match its ground truth (or the GT is missing or tampered with).
 
     ``str()`` starts with ``CONSISTENCY:``; ``.result`` is the ConsistencyResult (status "failed").

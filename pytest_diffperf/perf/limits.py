@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Literal
 
 from .measurement import Measurement
 from .schema import ScenarioBaseline, Tolerances
-from .._util.text import format_table
 from ..errors import DiffperfError
 from ..protocol import DENOISING_STAGE
 
@@ -26,7 +26,8 @@ STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
 }
 # Kinds whose baseline must be > 0 to guard anything, and whose measurement must be > 0 to count.
 REQUIRED_POSITIVE = frozenset({"e2e", "load", "denoise_agg"})
-VERDICTS = ("pass", "fail", "missing", "unguarded")
+CheckVerdict = Literal["pass", "fail", "missing", "unguarded"]
+CheckKind = Literal["e2e", "load", "denoise_agg", "step", "stage", "per_frame", "vram", "host_anon"]
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class Check:
     """One guarded metric: ``name`` identifies it, ``key`` is the scenario field it reads."""
 
     name: str  # e2e, load, avg_denoise, median_denoise, step[i], stage[Name], per_frame, <memory field>
-    kind: str  # e2e, load, denoise_agg, step, stage, per_frame, vram, host_anon
+    kind: CheckKind
     expected: float
     rel: float
     pad: float
@@ -93,7 +94,7 @@ class Check:
 class CheckResult:
     check: Check
     actual: float | None
-    verdict: str  # one of VERDICTS
+    verdict: CheckVerdict
     message: str
 
     @property
@@ -279,16 +280,3 @@ def judge(check: Check, actual: float | None) -> CheckResult:
             f"(expected {check.expected:.2f} {unit}, rel {check.rel:.1%}, pad {check.pad:g} {unit})",
         )
     return CheckResult(check, actual, "pass", f"{check.name}: {actual:.2f} {unit} <= limit {check.limit:.2f} {unit}")
-
-
-def format_failures(results: Sequence[CheckResult]) -> str:
-    """A table of the failing and missing checks ('' when none)."""
-    bad = [r for r in results if not r.passed]
-    if not bad:
-        return ""
-    rows = [("check", "actual", "expected", "limit", "rel", "pad", "unit")]
-    for r in bad:
-        c = r.check
-        actual = "missing" if r.verdict == "missing" else f"{r.actual:.2f}"
-        rows.append((c.name, actual, f"{c.expected:.2f}", f"{c.limit:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", c.unit))
-    return format_table(rows)

@@ -16,9 +16,10 @@ from PIL import Image
 
 from .. import protocol
 from ..cases import Case
+from ..errors import DiffperfFailure
 
 
-class RequestError(Exception):
+class RequestError(DiffperfFailure):
     """The server answered, but not with a valid output for the case."""
 
 

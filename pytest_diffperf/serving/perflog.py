@@ -9,9 +9,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import protocol
+from ..errors import DiffperfFailure
 
 
-class PerfLogError(Exception):
+class PerfLogError(DiffperfFailure):
     """No usable perf record for a request."""
 
 

@@ -17,13 +17,14 @@ import requests
 
 from .. import protocol
 from ..platforms import DEVICE_ENV_VARS
+from ..errors import DiffperfFailure
 
 FATAL_PATTERNS = ("Fatal Python error:", "Segmentation fault", "terminate called after throwing")
 TAIL_LINES = 200
 PROGRESS_EVERY_S = 30.0
 
 
-class ServerError(Exception):
+class ServerError(DiffperfFailure):
     """The server failed: did not start, died, hung or printed a fatal pattern. Carries the log tail."""
 
 

@@ -14,10 +14,10 @@ from pytest_diffperf.perf.baselines import load_baselines
 from tests.conftest import LAYOUT
 from pytest_diffperf.perf.schema import ScenarioBaseline
 from pytest_diffperf.perf.measurement import Measurement
+from pytest_diffperf.results.tables import format_failures
 from pytest_diffperf.perf.limits import (
     Preset,
     evaluate,
-    format_failures,
     get_preset,
     judge,
     limit,

@@ -62,7 +62,7 @@ def finish(proc: subprocess.Popen) -> str:
 
 
 def verdicts(doc: dict) -> list[tuple[str, str]]:
-    return sorted((s["case"], s["verdict"]) for s in doc["scenarios"])
+    return sorted((s["scenario"], s["verdict"]) for s in doc["scenarios"])
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +80,11 @@ def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run)
     assert "scheduling tests via ServerGroupScheduling" in out
     by_group: dict[str, set] = {}
     for s in doc["scenarios"]:
-        by_group.setdefault(GROUPS[s["case"]], set()).add((workers[s["case"]], s["server"]["pid"], s["server"]["port"]))
+        by_group.setdefault(GROUPS[s["scenario"]], set()).add((workers[s["scenario"]], s["server"]["pid"], s["server"]["port"]))
     assert all(len(runs) == 1 for runs in by_group.values()), by_group  # one worker, one server per group
     slices = {"gw0": ("0", range(WORKER_PORTS.start, 26000)), "gw1": ("2", range(26000, WORKER_PORTS.stop))}
     for s in doc["scenarios"]:  # the first device of its worker's slice (0,1 | 2,3), a port of its worker's range
-        device, ports = slices[workers[s["case"]]]
+        device, ports = slices[workers[s["scenario"]]]
         assert s["server"]["devices"] == {"CUDA_VISIBLE_DEVICES": device} and s["server"]["port"] in ports, s
     assert len({s["port"] for s in doc["servers"]}) == len(doc["servers"]) == 3
     assert set(workers.values()) == {"gw0", "gw1"}
@@ -100,7 +100,7 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     plan += ["--cases", "data/cases.json", "--hardware", "cpu", "--server", "reference"]
     matrix = json.loads(subprocess.run(plan, cwd=REPO, check=True, capture_output=True, text=True).stdout)
     for entry, path in zip(matrix["include"], files):  # the jobs ran what the plan says
-        assert [s["case"] for s in json.loads(Path(path).read_text())["scenarios"]] == entry["scenarios"]
+        assert [s["scenario"] for s in json.loads(Path(path).read_text())["scenarios"]] == entry["scenarios"]
     merged_path = tmp_path / "merged.json"
     assert (
         main(["merge", *files, "-o", str(merged_path), "--expect-all", str(REPO / "data/perf_baselines/cpu.json")]) == 0
@@ -108,5 +108,5 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     assert "diffperf merge: 2 file(s), 5 scenarios: 5 pass" in capsys.readouterr().out
     merged, unsharded = json.loads(merged_path.read_text()), xdist_run[0]
     assert verdicts(merged) == verdicts(unsharded)
-    assert sorted(r["case"] for r in merged["rows"]) == sorted(r["case"] for r in unsharded["rows"])
+    assert sorted(r["scenario"] for r in merged["rows"]) == sorted(r["scenario"] for r in unsharded["rows"])
     assert len(merged["servers"]) == 3

@@ -29,7 +29,7 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
     same.assert_outcomes(passed=2)
     same.stdout.fnmatch_lines(["diffperf: consistency=GT *gt*CLIP diffperf-tiny/none, frames first,mid,last"])
     doc = results(pytester)
-    statuses = {s["case"]: s["consistency"]["status"] for s in doc["scenarios"]}
+    statuses = {s["scenario"]: s["consistency"]["status"] for s in doc["scenarios"]}
     assert statuses == {"img": "passed", "vid": "passed"}
     assert [f["label"] for f in doc["scenarios"][1]["consistency"]["frames"]] == ["0", "mid", "last"]  # SGLang's GT names: _frame_0, _frame_mid, _frame_last
     assert 'name="diffperf_consistency"' in (pytester.path / "junit.xml").read_text()
@@ -46,6 +46,7 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
     assert "psnr" in out and "frame" in out
     doc = results(pytester)
     assert [s["verdict"] for s in doc["scenarios"]] == ["pass", "pass"]  # the performance was fine
+    assert [s["outcome"] for s in doc["scenarios"]] == ["fail", "fail"]  # the outputs were not
     assert {s["consistency"]["reason"] for s in doc["scenarios"]} == {"mismatch"}
 
 

@@ -94,7 +94,7 @@ def test_a_shard_whose_server_failed_reports_errors_that_the_merge_counts(pytest
     result.assert_outcomes(errors=1, deselected=2)
     assert not refservers()
     shard = pytester.path / "results.json"
-    assert [(s["case"], s["verdict"]) for s in json.loads(shard.read_text())["scenarios"]] == [("b1", "error")]
+    assert [(s["scenario"], s["verdict"]) for s in json.loads(shard.read_text())["scenarios"]] == [("b1", "error")]
     code = main(
         [
             "merge",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import signal
 import subprocess
 import sys
@@ -55,14 +56,14 @@ def test_scenario_passes_with_header_summary_json_rows_junit_and_step_summary(py
             "*baselines.json::tiny_zero PASSED*",
             "*UnguardedWarning: tiny_zero: *",
             "*diffperf summary*",
-            "scenario*e2e ms*expected*limit*worst check*verdict",
+            "scenario*e2e ms*expected*limit*worst check*outcome",
             "tiny_a *600000.00*PASS",
             "tiny_zero *UNGUARDED",
         ]
     )
     assert "Traceback" not in out
     doc = results(pytester)
-    assert [(r["case"], r["request"]) for r in doc["rows"]] == [("tiny_a", 0), ("tiny_a", 1), ("tiny_zero", 0)]
+    assert [(r["scenario"], r["request"]) for r in doc["rows"]] == [("tiny_a", 0), ("tiny_a", 1), ("tiny_zero", 0)]
     row = doc["rows"][0]
     assert row["e2e_ms"] > 0 and row["load_ms"] > 0 and row["avg_step_ms"] > 0
     assert set(row["stages_ms"]) >= {"TextEncodingStage", "DenoisingStage", "DecodingStage"}
@@ -72,8 +73,12 @@ def test_scenario_passes_with_header_summary_json_rows_junit_and_step_summary(py
     assert {c["name"] for c in doc["scenarios"][0]["checks"]} >= {"e2e", "avg_denoise", "median_denoise"}
     junit = (pytester.path / "junit.xml").read_text()
     assert '<property name="diffperf_verdict" value="pass"' in junit and 'name="diffperf_e2e_ms"' in junit
+    assert '<property name="diffperf_outcome" value="pass"' in junit
+    judged = statistics.median(r["e2e_ms"] for r in doc["rows"] if r["scenario"] == "tiny_a")  # of both requests
+    assert f'<property name="diffperf_e2e_ms" value="{judged}"' in junit
+    assert doc["scenarios"][0]["measured"]["e2e_ms"] == judged
     summary = step_summary.read_text()
-    assert "| scenario | e2e ms | expected | limit | worst check | verdict |" in summary
+    assert "| scenario | e2e ms | expected | limit | worst check | outcome |" in summary
     assert "| tiny_zero |" in summary and "UNGUARDED |" in summary
     assert not refservers()
 

@@ -9,19 +9,19 @@ import pytest
 
 from pytest_diffperf.cli import main
 
-HEADER = {"version": 1, "profile": "pr_test", "preset": "sglang", "hardware": "cpu", "launcher": "reference"}
+HEADER = {"version": 2, "profile": "pr_test", "preset": "sglang", "hardware": "cpu", "launcher": "reference"}
 BASELINE = Path(__file__).resolve().parents[2] / "data" / "perf_baselines" / "cpu.json"
 
 
-def result(case: str, verdict: str = "pass", message: str = "", port: int = 20001) -> dict:
+def result(scenario: str, verdict: str = "pass", message: str = "", port: int = 20001, **fields) -> dict:
     e2e = {"name": "e2e", "kind": "e2e", "actual": 500.0, "expected": 511.71, "limit": 1279.27, "rel": 1.5, "pad": 20}
     server = {"pid": 100 + port, "port": port, "load_ms": 7000.0, "log": "server.log", "devices": {}}
     checks = [e2e | {"verdict": verdict}] if verdict in ("pass", "fail") else []
-    return {"case": case, "verdict": verdict, "rows": [], "checks": checks, "message": message, "server": server}
+    return {"scenario": scenario, "verdict": verdict, "rows": [], "checks": checks, "message": message, "server": server} | fields
 
 
 def doc(*scenarios: dict, shard: str = "1/2", **header) -> dict:
-    rows = [{"case": s["case"], "request": 0, "e2e_ms": 500.0} for s in scenarios if s["verdict"] == "pass"]
+    rows = [{"scenario": s["scenario"], "request": 0, "e2e_ms": 500.0} for s in scenarios if s["verdict"] == "pass"]
     servers = [s["server"] for s in scenarios]
     return (
         HEADER
@@ -52,14 +52,14 @@ def test_merges_rows_scenarios_servers_and_any_other_record_list(files, tmp_path
     out = tmp_path / "out" / "merged.json"
     assert main(["merge", *files(first, second), "-o", str(out), "--markdown", str(tmp_path / "m.md")]) == 0
     merged = json.loads(out.read_text())
-    assert [s["case"] for s in merged["scenarios"]] == ["flux_tiny_t2i", "wan_tiny_t2v", "sd_tiny_t2i"]
-    assert [r["case"] for r in merged["rows"]] == ["flux_tiny_t2i", "wan_tiny_t2v", "sd_tiny_t2i"]
+    assert [s["scenario"] for s in merged["scenarios"]] == ["flux_tiny_t2i", "wan_tiny_t2v", "sd_tiny_t2i"]
+    assert [r["scenario"] for r in merged["rows"]] == ["flux_tiny_t2i", "wan_tiny_t2v", "sd_tiny_t2i"]
     assert [s["port"] for s in merged["servers"]] == [20001, 20002, 26001]
     assert merged["regen"] == [{"case": "flux_tiny_t2i"}, {"case": "sd_tiny_t2i"}]
     assert merged["baselines"] == ["x.json"] and merged["shard"] is None and len(merged["merged_from"]) == 2
     text = capsys.readouterr().out.splitlines()
     assert text[0] == "diffperf merge: 2 file(s), 3 scenarios: 3 pass"
-    assert text[1].split() == ["scenario", "e2e", "ms", "expected", "limit", "worst", "check", "verdict"]
+    assert text[1].split() == ["scenario", "e2e", "ms", "expected", "limit", "worst", "check", "outcome"]
     assert text[2].split() == ["flux_tiny_t2i", "500.00", "511.71", "1279.27", "e2e", "39%", "of", "limit", "PASS"]
     markdown = (tmp_path / "m.md").read_text()
     assert markdown == summary.read_text()
@@ -74,8 +74,16 @@ def test_errors_and_failures_are_counted_and_fail_the_merge(files, capsys):
     )
     assert main(["merge", *files(failing, doc(result("wan_tiny_t2v", "skipped"), shard="2/2"))]) == 1
     out = capsys.readouterr().out
-    assert "3 scenarios: 1 skipped, 1 fail, 1 error" in out
+    assert "3 scenarios: 1 fail, 1 error, 1 skipped" in out
     assert "ERROR sd_tiny_t2i: server x exited with code 1" in out and "FAIL flux_tiny_t2i: e2e over its limit" in out
+
+
+def test_a_consistency_failure_fails_the_merge(files, capsys):
+    mismatch = {"status": "failed", "message": "CONSISTENCY: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95"}
+    assert main(["merge", *files(doc(result("flux_tiny_t2i", consistency=mismatch), result("sd_tiny_t2i")))]) == 1
+    out = capsys.readouterr().out
+    assert "2 scenarios: 1 pass, 1 fail" in out
+    assert "FAIL flux_tiny_t2i: CONSISTENCY: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95" in out
 
 
 def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path):
@@ -118,11 +126,32 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
             "results-1.json: invalid JSON: Expecting property name enclosed in double quotes at line 1, column 2",
         ),
         (["[]"], "results-1.json: expected a JSON object at the top level, got a list"),
-        ([{"rows": []}], "results-1.json: version: not a diffperf results file of version 1 (found version None)"),
+        ([{"rows": []}], "results-1.json: version: not a diffperf results file of version 2 (found version None)"),
         ([HEADER | {"scenarios": {}}], "results-1.json: scenarios: expected a list of scenario results, got an object"),
         (
-            [HEADER | {"scenarios": [{"case": "a"}]}],
-            "results-1.json: scenarios.0: expected an object with a case and a verdict",
+            [HEADER | {"scenarios": [{"case": "a", "verdict": "pass"}]}],
+            "results-1.json: scenarios.0.scenario: required key is missing",
+        ),
+        ([HEADER | {"scenarios": ["a"]}], "results-1.json: scenarios.0: expected a scenario result (an object), got a string"),
+        (
+            [doc(result("a", "FAIL"))],
+            "results-1.json: scenarios.0.verdict: expected 'pass', 'fail', 'unguarded', 'unjudged', 'error' or "
+            "'skipped', got 'FAIL'",
+        ),
+        ([doc(result("a", ""))], "results-1.json: scenarios.0.verdict: expected 'pass', 'fail',"),
+        (
+            [doc(result("a", outcome="failed"))],
+            "results-1.json: scenarios.0.outcome: outcome 'failed' does not follow from verdict 'pass' and "
+            "consistency None: expected one of pass, fail, error, skipped, unguarded, unjudged",
+        ),
+        (
+            [doc(result("a", outcome="pass", consistency={"status": "failed"}))],
+            "results-1.json: scenarios.0.outcome: outcome 'pass' does not follow from verdict 'pass' and "
+            "consistency 'failed': expected 'fail'",
+        ),
+        (
+            [doc(result("a", consistency={"status": "FAILED"}))],
+            "results-1.json: scenarios.0.consistency: expected Value error, consistency status must be one of",
         ),
     ],
 )

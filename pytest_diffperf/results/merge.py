@@ -12,13 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import DiffperfError
-from ._util.jsonfile import kind, read_json_object
-from .report import RESULTS_VERSION
-from .scenario import ScenarioResult
+from .._util.jsonfile import kind, read_json_object, validate
+from ..errors import DiffperfError
+from .model import OUTCOMES, RESULTS_VERSION, ScenarioResult
 
 MUST_AGREE = ("profile", "preset", "hardware", "launcher")
-VERDICT_ORDER = ("pass", "unguarded", "skipped", "fail", "error")
 
 
 def read_results(path: Path) -> dict[str, Any]:
@@ -37,10 +35,7 @@ def read_results(path: Path) -> dict[str, Any]:
             f"expected a list of scenario results, got {kind(scenarios)}", source=str(path), key="scenarios"
         )
     for i, entry in enumerate(scenarios):
-        if not (
-            isinstance(entry, dict) and isinstance(entry.get("case"), str) and isinstance(entry.get("verdict"), str)
-        ):
-            raise DiffperfError("expected an object with a case and a verdict", source=str(path), key=f"scenarios.{i}")
+        scenario_of(entry, path, f"scenarios.{i}")
     return doc
 
 
@@ -60,9 +55,11 @@ def merge(docs: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
                     key=key,
                 )
         for entry in doc["scenarios"]:
-            if entry["case"] in seen:
-                raise DiffperfError(f"scenario {entry['case']!r} is also in {seen[entry['case']]}", source=str(path))
-            seen[entry["case"]] = path
+            if entry["scenario"] in seen:
+                raise DiffperfError(
+                    f"scenario {entry['scenario']!r} is also in {seen[entry['scenario']]}", source=str(path)
+                )
+            seen[entry["scenario"]] = path
         for key, value in doc.items():
             if _is_records(value):
                 merged.setdefault(key, []).extend(value)
@@ -71,20 +68,36 @@ def merge(docs: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
     return merged
 
 
+def scenario_of(entry: Any, path: Path, key: str) -> ScenarioResult:
+    """One scenario of a results file; its verdicts must be known and its outcome follow from them."""
+    if not isinstance(entry, dict):
+        raise DiffperfError(f"expected a scenario result (an object), got {kind(entry)}", source=str(path), key=key)
+    fields = {k: v for k, v in entry.items() if k != "outcome"}
+    result: ScenarioResult = validate(ScenarioResult, fields, path, key)
+    if "outcome" in entry and entry["outcome"] != result.outcome:
+        expected = f"one of {', '.join(OUTCOMES)}" if entry["outcome"] not in OUTCOMES else repr(result.outcome)
+        raise DiffperfError(
+            f"outcome {entry['outcome']!r} does not follow from verdict {result.verdict!r} and consistency "
+            f"{result.consistency_status!r}: expected {expected}",
+            source=str(path),
+            key=f"{key}.outcome",
+        )
+    return result
+
+
 def results_of(merged: dict[str, Any]) -> list[ScenarioResult]:
-    fields = ScenarioResult.__dataclass_fields__
-    return [ScenarioResult(**{k: v for k, v in s.items() if k in fields}) for s in merged["scenarios"]]
+    """The scenarios of merged, already checked, results files."""
+    return [ScenarioResult.model_validate({k: v for k, v in s.items() if k != "outcome"}) for s in merged["scenarios"]]
 
 
-def verdict_counts(results: Sequence[ScenarioResult]) -> str:
-    counts = Counter(r.verdict for r in results)
-    order = sorted(counts, key=lambda v: (VERDICT_ORDER.index(v) if v in VERDICT_ORDER else len(VERDICT_ORDER), v))
-    return f"{len(results)} scenarios: " + ", ".join(f"{counts[v]} {v}" for v in order)
+def outcome_counts(results: Sequence[ScenarioResult]) -> str:
+    counts = Counter(r.outcome for r in results)
+    return f"{len(results)} scenarios: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
 
 
 def missing(merged: dict[str, Any], expected: Sequence[str]) -> list[str]:
     """Expected scenarios that ran in no input, in the expected order."""
-    ran = {s["case"] for s in merged["scenarios"]}
+    ran = {s["scenario"] for s in merged["scenarios"]}
     return [sid for sid in expected if sid not in ran]
 
 

@@ -1,0 +1,112 @@
+"""Judging one scenario: its measurement, its checks against the baseline, its request rows and messages."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from ..cases import Case
+from ..errors import DiffperfFailure
+from ..perf import limits
+from ..perf.entry import measured_scenario
+from ..perf.measurement import Measurement
+from ..perf.schema import ScenarioBaseline, Tolerances
+from ..serving.measure import Sample
+from .model import CheckRecord, ScenarioResult
+from .tables import format_failures
+
+# The judged values a result carries (JUnit properties, the summary): check name -> result key.
+JUDGED = {"e2e": "e2e_ms", "load": "load_ms", "avg_denoise": "avg_step_ms", "median_denoise": "median_step_ms"}
+
+PERF_PREFIX = "PERFORMANCE:"  # consistency failures start with "CONSISTENCY:" instead
+
+
+class ScenarioFailure(DiffperfFailure):
+    """A verdict against the scenario (a regression, a missing case or baseline): message only."""
+
+
+def missing_case_message(scenario_id: str, source: str, cases_path: str | None) -> str:
+    where = f"the case file {cases_path}" if cases_path else "a case file (--diffperf-cases)"
+    return (
+        f"scenario {scenario_id!r} has a baseline in {source} but no case definition: "
+        f'add {{"id": "{scenario_id}", "model": ..., "task": ..., "prompt": ...}} to the "cases" list of {where}'
+    )
+
+
+def missing_baseline_message(scenario_id: str, baseline_path: str, measurement: Measurement) -> str:
+    snippet = json.dumps(measured_scenario(measurement), indent=4)
+    return f'add this baseline in the "scenarios" section of {baseline_path}:\n\n"{scenario_id}": {snippet}\n'
+
+
+def measurement_of(samples: Sequence[Sample], case: Case, load_ms: float | None) -> Measurement:
+    """The measurement of a scenario's requests (every sample has its perf record)."""
+    records = [s.record for s in samples if s.record is not None]
+    return Measurement.from_records(records, load_ms=load_ms, num_frames=case.num_frames, is_video=case.is_video)
+
+
+def judged_values(measurement: Measurement, preset: limits.Preset) -> dict[str, float]:
+    """e2e, load and the step aggregates as the checks judge them (the preset's statistic over the requests)."""
+    values = limits.measured_values(measurement, preset)
+    return {key: values[name] for name, key in JUDGED.items() if name in values}
+
+
+def request_rows(
+    scenario_id: str, samples: Sequence[Sample], measurement: Measurement, step_fractions: Sequence[float]
+) -> list[dict[str, Any]]:
+    load_ms = measurement.load_ms[0] if measurement.load_ms else None
+    rows = []
+    for i, sample in enumerate(samples):
+        steps = measurement.steps[i]
+        snapshots = sample.record.memory_snapshots if sample.record else {}
+        rows.append(
+            {
+                "scenario": scenario_id,
+                "request": sample.index,
+                "request_id": sample.output.request_id,
+                "e2e_ms": measurement.e2e_ms[i],
+                "client_ms": round(sample.client_ms, 2),
+                "load_ms": load_ms,
+                "avg_step_ms": statistics.fmean(steps) if steps else None,
+                "median_step_ms": statistics.median(steps) if steps else None,
+                "stages_ms": dict(measurement.stages[i]),
+                "sampled_steps_ms": {str(n): steps[n] for n in limits.step_indices(len(steps), step_fractions)},
+                "memory_mb": {k: v.model_dump() for k, v in snapshots.items()},
+            }
+        )
+    return rows
+
+
+def judge_scenario(
+    scenario_id: str,
+    baseline: ScenarioBaseline,
+    measurement: Measurement,
+    tolerances: Tolerances,
+    preset: limits.Preset,
+    step_fractions: Sequence[float],
+) -> ScenarioResult:
+    """Every check of the scenario, and its verdict: fail when a check failed or is missing."""
+    results = limits.evaluate(baseline, measurement, tolerances, preset, step_fractions=step_fractions)
+    checks = [
+        CheckRecord(
+            name=r.check.name,
+            kind=r.check.kind,
+            actual=r.actual,
+            expected=r.check.expected,
+            limit=r.check.limit,
+            rel=r.check.rel,
+            pad=r.check.pad,
+            verdict=r.verdict,
+        )
+        for r in results
+    ]
+    verdicts = {r.verdict for r in results}
+    if verdicts & {"fail", "missing"}:
+        failing = sum(r.verdict in ("fail", "missing") for r in results)
+        message = f"{PERF_PREFIX} {failing} check(s) failed\n{format_failures(results)}"
+        return ScenarioResult(scenario=scenario_id, verdict="fail", checks=checks, message=message)
+    if "unguarded" in verdicts:
+        message = "; ".join(r.message for r in results if r.verdict == "unguarded")
+        return ScenarioResult(scenario=scenario_id, verdict="unguarded", checks=checks, message=message)
+    return ScenarioResult(scenario=scenario_id, verdict="pass", checks=checks)
