@@ -10,6 +10,7 @@ import pytest
 
 from .errors import DiffperfFailure
 from .outputcheck import compare
+from .regenreport import REGEN_PROPERTY
 from .regenrun import get_regen
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
 from .serving.measure import measure
@@ -72,7 +73,9 @@ class ScenarioItem(pytest.Item):
         """Regenerated, not judged, missing its baseline, or judged by the limit engine."""
         regen = get_regen(self.config)
         if regen is not None:
-            result = regen.regenerate(self, measurement, measure_s)
+            assert self.server is not None and self.spec is not None
+            result, record = regen.regenerate(self.name, self.spec.key, self.server.ready_s, measurement, measure_s)
+            self.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
         elif ds.settings.profile is None or not self.case.run_perf_check:
             result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")
         elif self.scenario is None:

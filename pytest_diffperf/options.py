@@ -7,6 +7,8 @@ paths from the command line to the invocation directory.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,3 +146,22 @@ def _positive_float(raw: object, flag: str) -> float:
     if not value > 0:
         raise DiffperfError(f"expected a positive number of seconds, got {raw!r}", source=flag)
     return value
+
+
+REGEN_ENV_ALIAS = "SGLANG_GEN_BASELINE"
+GT_ENV_ALIAS = "SGLANG_GEN_GT"  # read again by consistency.config_from_env, which also takes SGLANG_GT_OUTPUT_DIR
+
+
+def requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> bool:
+    """``--regen-baselines`` or ``--regen-dry-run`` (or their ini keys); or ``SGLANG_GEN_BASELINE=1``
+    where a baseline file is configured (elsewhere the variable is left to SGLang's own harness)."""
+    if truthy(option_value(config, "regen_baselines")) or truthy(option_value(config, "regen_dry_run")):
+        return True
+    return truthy(env.get(REGEN_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
+
+
+def ground_truth_requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> bool:
+    """``--regen-ground-truth`` (or its ini key); or ``SGLANG_GEN_GT=1`` where a baseline file is configured."""
+    if truthy(option_value(config, "regen_ground_truth")):
+        return True
+    return truthy(env.get(GT_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None

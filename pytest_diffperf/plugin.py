@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from .errors import DiffperfError
-from .options import SESSION_KEY, add_options
-from .regen import ground_truth_requested, requested
+from .options import SESSION_KEY, add_options, ground_truth_requested, requested
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -17,9 +17,8 @@ from .distribute import shard_of, share_of
 from .errors import DiffperfError
 from .serving.launchers import Launcher, ServerSpec, get_launcher
 from .perf.limits import Preset, get_preset
-from .options import SESSION_KEY, Settings, read_settings
+from .options import SESSION_KEY, Settings, ground_truth_requested, read_settings
 from .serving.pool import ServerPool
-from .regen import ground_truth_requested
 from .sharding.plan import Shard, parse_shard
 
 if TYPE_CHECKING:

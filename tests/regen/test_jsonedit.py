@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.jsonedit import set_member
+from pytest_diffperf.regen.jsonedit import set_member
 
 DOC = {"metadata": {"a": 1}, "scenarios": {"x": {"v": [1, 2]}, "y": {"v": 2}}}
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.perf.lint import lint_scenario
-from pytest_diffperf.regen import changes, decide, parse_min_improvement, parse_policy
+from pytest_diffperf.regen.policy import changes, decide, parse_min_improvement, parse_policy
 
 EXISTING = {
     "notes": "from CI run 123",

@@ -12,9 +12,9 @@ import pytest
 from pytest_diffperf._util.atomicfile import dumps_json
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.regen import RegenSettings, decide
-from pytest_diffperf.regenfile import check_writable, diff, run_metadata, target_file
-from pytest_diffperf.regenreport import summary_lines
+from pytest_diffperf.regen.policy import RegenSettings, decide
+from pytest_diffperf.regen.writer import check_writable, diff, run_metadata, target_file
+from pytest_diffperf.regen.summary import summary_lines
 
 
 MINIMAL = {"stages_ms": {}, "denoise_step_ms": {}, "expected_e2e_ms": 1.0, "expected_avg_denoise_ms": 0.0,

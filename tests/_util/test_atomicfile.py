@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf._util import atomicfile
-from pytest_diffperf.regen import RegenSettings
-from pytest_diffperf.regenfile import apply, regenerate
+from pytest_diffperf.regen.policy import RegenSettings
+from pytest_diffperf.regen.writer import apply, regenerate
 
 METADATA = {"last_updated": "2026-01-02", "description": "kill"}  # what the writer below sets
 

@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._util import atomicfile
-from .perf.baselines import BaselineSet, fragment_path
-from .errors import DiffperfError
+from .._util import atomicfile
+from ..perf.baselines import BaselineSet, fragment_path
+from ..errors import DiffperfError
 from .jsonedit import set_member
-from .platforms import FRAGMENT_PLATFORMS, canonical_platform
-from .regen import Decision, RegenSettings, decide
+from ..platforms import FRAGMENT_PLATFORMS, canonical_platform
+from .policy import Decision, RegenSettings, decide
 
 
 def target_file(baselines: BaselineSet, hardware: str | None, scenario_id: str) -> Path:

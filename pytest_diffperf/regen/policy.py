@@ -1,4 +1,4 @@
-"""Baseline regeneration: when it is on, and the one rule that decides each scenario's new entry.
+"""Baseline regeneration: the one rule that decides each scenario's new entry.
 
 ``decide(policy, existing, measured)`` is pure: plain JSON dicts in (the file's entry, or None, and
 the measured snapshot from ``snapshot.measured_scenario``), a ``Decision`` out. Policies:
@@ -17,19 +17,13 @@ null. A scenario without an entry is added.
 from __future__ import annotations
 
 import math
-import os
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-import pytest
+from ..errors import DiffperfError
 
-from .errors import DiffperfError
-from .options import Settings, option_value, truthy
-
-ENV_ALIAS = "SGLANG_GEN_BASELINE"
-GT_ENV_ALIAS = "SGLANG_GEN_GT"  # read again by consistency.config_from_env, which also takes SGLANG_GT_OUTPUT_DIR
 POLICIES = ("replace", "improve", "tighten")
 Action = Literal["added", "replaced", "tightened", "kept"]
 ACTIONS: tuple[Action, ...] = get_args(Action)
@@ -43,21 +37,6 @@ TOP_LEVEL = (  # (path in the scenario, label): the metrics improve never lets g
     (("expected_median_denoise_ms",), "median denoise"),
     ((STAGES, DENOISING), DENOISING),
 )
-
-
-def requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> bool:
-    """``--regen-baselines`` or ``--regen-dry-run`` (or their ini keys); or ``SGLANG_GEN_BASELINE=1``
-    where a baseline file is configured (elsewhere the variable is left to SGLang's own harness)."""
-    if truthy(option_value(config, "regen_baselines")) or truthy(option_value(config, "regen_dry_run")):
-        return True
-    return truthy(env.get(ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
-
-
-def ground_truth_requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> bool:
-    """``--regen-ground-truth`` (or its ini key); or ``SGLANG_GEN_GT=1`` where a baseline file is configured."""
-    if truthy(option_value(config, "regen_ground_truth")):
-        return True
-    return truthy(env.get(GT_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
 
 
 def parse_policy(raw: object) -> str:
@@ -88,12 +67,8 @@ class RegenSettings:
     dry_run: bool
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RegenSettings:
-        return cls(
-            parse_policy(settings.regen_policy),
-            parse_min_improvement(settings.regen_min_improvement),
-            settings.regen_dry_run,
-        )
+    def parse(cls, policy: object, min_improvement: object, dry_run: bool) -> RegenSettings:
+        return cls(parse_policy(policy), parse_min_improvement(min_improvement), dry_run)
 
 
 @dataclass(frozen=True)

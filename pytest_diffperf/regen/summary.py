@@ -1,0 +1,62 @@
+"""The regeneration summary as text lines.
+
+Per scenario: added / replaced / tightened / kept (reason); per field, how many values went
+down and up; the largest relative changes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .._util.text import format_table
+from .policy import ACTIONS, RegenSettings
+
+LARGEST = 5
+MIN_ABS_CHANGE = 1.0  # ms or MiB: smaller changes (0.02 -> 0.03 ms) are not listed among the largest
+
+
+def summary_lines(records: list[dict[str, Any]], settings: RegenSettings) -> list[str]:
+    """The summary as text lines."""
+    if not records:
+        return ["no scenario was regenerated"]
+    counts = Counter(r["action"] for r in records)
+    written = sorted({r["file"] for r in records if r["written"]})
+    mode = "dry run, nothing written" if settings.dry_run else f"written: {', '.join(written) or 'nothing'}"
+    lines = [
+        f"policy {settings.policy}: " + ", ".join(f"{counts[a]} {a}" for a in ACTIONS if counts[a]) + f" ({mode})",
+        "",
+    ]
+    lines += format_table(
+        [("scenario", "action", "reason")] + [(r["scenario"], r["action"], r["reason"]) for r in records], right_from=None
+    )
+    changed = [(r["scenario"], *c) for r in records for c in r["changes"] if c[1] is not None]
+    if changed:
+        lines += ["", *format_table(_field_counts(changed), right_from=1)]
+        largest = _largest(changed)
+        if len(largest) > 1:
+            lines += ["", "largest relative changes:", *format_table(largest, right_from=2)]
+    return lines
+
+
+def _field_counts(changed: list[tuple[str, str, float | None, float]]) -> list[tuple[str, ...]]:
+    lowered: Counter[str] = Counter()
+    raised: Counter[str] = Counter()
+    for _, key, old, new in changed:
+        group = key.split(".", 1)[0] + ".*" if key.startswith("denoise_step_ms.") else key
+        (lowered if new < old else raised)[group] += 1
+    fields = sorted(set(lowered) | set(raised))
+    return [("field", "lowered", "raised")] + [(f, str(lowered[f]), str(raised[f])) for f in fields]
+
+
+def _largest(changed: list[tuple[str, str, float | None, float]]) -> list[tuple[str, ...]]:
+    relative = [
+        (new / old - 1, sid, key, old, new)
+        for sid, key, old, new in changed
+        if old and abs(new - old) >= MIN_ABS_CHANGE
+    ]
+    relative.sort(key=lambda x: -abs(x[0]))
+    rows = [("scenario", "field", "old", "new", "change")]
+    return rows + [
+        (sid, key, f"{old:.2f}", f"{new:.2f}", f"{rel:+.1%}") for rel, sid, key, old, new in relative[:LARGEST]
+    ]
