@@ -12,9 +12,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import history
+from ..compare import history
 from ..cases import load_case_file
-from ..compare import Run, document, plan, run_all
+from ..compare.engine import Run, comparison_document, plan_runs, run_all
 from ..errors import DiffperfError
 from .._util.text import format_table
 from ..serving.pool import ServerPool
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     case_file = load_case_file(args.config)
-    runs, left_out = plan(case_file, args.config, args.case_ids, args.frameworks)
+    runs, left_out = plan_runs(case_file, args.config, args.case_ids, args.frameworks)
     repeats = args.measurement_repeats or case_file.measurement_repeats
     for note in left_out:
         print(f"not run: {note}")
@@ -128,7 +128,7 @@ def _compare(args: argparse.Namespace) -> int:
     print(f"{len(runs)} run(s) of 1 warmup + {repeats} measured request(s); server logs in {log_dir}", flush=True)
     pool = ServerPool(log_dir, args.startup_timeout, _say)
     results = run_all(runs, pool, repeats, args.request_timeout, _say, _warn)
-    doc = document(results, repeats, started)
+    doc = comparison_document(results, repeats, started)
     print("\n" + results_table(results))
     try:
         args.output.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

@@ -16,10 +16,10 @@ from PIL import Image
 
 from .. import protocol
 from ..cases import Case
-from ..errors import DiffperfFailure
+from .process import ServerFailure
 
 
-class RequestError(DiffperfFailure):
+class RequestError(ServerFailure):
     """The server answered, but not with a valid output for the case."""
 
 

@@ -45,19 +45,19 @@ def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: 
         except concurrent.futures.TimeoutError:
             pass
         except (requests.Timeout, TimeoutError):
-            raise ServerError(server.describe(f"did not answer {what} within {timeout:.0f} s")) from None
+            raise ServerError(f"did not answer {what} within {timeout:.0f} s", server.snapshot()) from None
         except requests.RequestException as exc:
             # A dropped connection usually means the server died: say so once its exit is seen.
             settle = time.monotonic() + EXIT_SETTLE_S
             while time.monotonic() < settle:
                 server.check_alive(f"during {what}")
                 time.sleep(WATCH_INTERVAL_S)
-            raise RequestError(server.describe(f"failed {what}: {exc}")) from None
+            raise RequestError(f"failed {what}: {exc}", server.snapshot()) from None
         except (RequestError, perflog.PerfLogError) as exc:
-            raise RequestError(server.describe(f"gave a bad answer to {what}: {exc}")) from None
+            raise RequestError(f"gave a bad answer to {what}: {exc}", server.snapshot()) from None
         server.check_alive(f"during {what}")
         if time.monotonic() > deadline:
-            raise ServerError(server.describe(f"did not answer {what} within {timeout:.0f} s"))
+            raise ServerError(f"did not answer {what} within {timeout:.0f} s", server.snapshot())
 
 
 def measure(
@@ -65,13 +65,13 @@ def measure(
     launcher: Launcher,
     case: Case,
     timeout: float,
-    on_missing_record: Callable[[int, str], None] | None = None,
+    on_missing_record: Callable[[int, RequestError], None] | None = None,
 ) -> list[Sample]:
     """``perf_warmup_requests`` unchecked requests, then ``perf_repeat_requests`` measured ones.
 
     Each measured request's perf record is awaited when the launcher writes a perf log. A missing
     (or malformed) record raises ``RequestError``; given ``on_missing_record``, it is reported to it
-    as (request index, message) instead, and the sample's record is None.
+    as (request index, error) instead, and the sample's record is None.
     """
     for n in range(case.perf_warmup_requests):
         watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"warmup request {n + 1}")
@@ -94,6 +94,6 @@ def measure(
             except RequestError as exc:
                 if on_missing_record is None:
                     raise
-                on_missing_record(index, str(exc))
+                on_missing_record(index, exc)
         samples.append(Sample(index, output, record, client_ms))
     return samples

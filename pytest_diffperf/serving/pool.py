@@ -12,7 +12,7 @@ from .process import ServerError, ServerProcess, free_port
 
 
 @dataclass
-class Launch:
+class ServerStart:
     """One server start, for the results file and the launch counts."""
 
     group: str
@@ -31,9 +31,9 @@ class ServerPool:
     progress: Callable[[str], None] = lambda _msg: None
     device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}  # num_gpus -> devices to expose
     ports: range | None = None  # None: any free port
-    launches: list[Launch] = field(default_factory=list)
+    launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
-    _failed: dict[ServerSpec, str] = field(default_factory=dict)
+    _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
 
     def get(self, spec: ServerSpec) -> ServerProcess:
         """The running server for ``spec``: reused, or started (stopping any other first).
@@ -48,7 +48,7 @@ class ServerPool:
             except ServerError:
                 self.release()
         if spec in self._failed:
-            raise ServerError(self._failed[spec])
+            raise self._failed[spec]
         self.release()
         return self._start(spec)
 
@@ -60,7 +60,7 @@ class ServerPool:
         port = free_port(ports=self.ports)
         env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}
         server = ServerProcess(launcher.command(spec, port), env, perf_dir / "server.log", port)
-        launch = Launch(spec.key, None, port, str(server.log_path))
+        launch = ServerStart(spec.key, None, port, str(server.log_path))
         self.launches.append(launch)
         started = time.monotonic()
         try:
@@ -70,8 +70,9 @@ class ServerPool:
             server.wait_ready(self.startup_timeout, self.progress)
         except ServerError as exc:
             self.release()
-            launch.error = str(exc).splitlines()[0]
-            self._failed[spec] = f"{exc}\n(startup failed after {time.monotonic() - started:.1f} s)"
+            launch.error = exc.headline()
+            note = f"(startup failed after {time.monotonic() - started:.1f} s)"
+            self._failed[spec] = ServerError(exc.problem, exc.server, note)
             raise
         launch.ready, launch.load_ms = True, server.load_ms
         return server

@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -24,8 +25,42 @@ TAIL_LINES = 200
 PROGRESS_EVERY_S = 30.0
 
 
-class ServerError(DiffperfFailure):
-    """The server failed: did not start, died, hung or printed a fatal pattern. Carries the log tail."""
+@dataclass(frozen=True)
+class ServerLog:
+    """Where to look when a server fails: its address, its command, its log and the log's last lines."""
+
+    url: str
+    command: str
+    path: Path
+    tail: str
+
+    def section(self) -> str:
+        return f"log: {self.path}\n--- last {TAIL_LINES} lines ---\n{self.tail}"
+
+
+class ServerFailure(DiffperfFailure):
+    """A failure seen on a server: the problem and, when known, the server's log (``str`` shows both)."""
+
+    def __init__(self, problem: str, server: ServerLog | None = None, note: str = ""):
+        self.problem = problem
+        self.server = server
+        self.note = note
+        where = problem if server is None else f"server {server.url} {problem}"
+        text = where if server is None else f"{where}\ncommand: {server.command}\n{server.section()}"
+        super().__init__(f"{text}\n{note}" if note else text)
+
+    def headline(self, last_log_line: bool = False) -> str:
+        """The problem on one line, without the command and the log tail.
+
+        With ``last_log_line``, the last non-empty line of the tail is appended (why a server died).
+        """
+        text = " ".join((self.problem if self.server is None else f"server {self.server.url} {self.problem}").split())
+        lines = [line.strip() for line in self.server.tail.splitlines() if line.strip()] if self.server else []
+        return f"{text}; last log line: {lines[-1]}" if last_log_line and lines else text
+
+
+class ServerError(ServerFailure):
+    """The server failed: did not start, died, hung or printed a fatal pattern."""
 
 
 def free_port(host: str = "127.0.0.1", ports: range | None = None) -> int:
@@ -93,7 +128,7 @@ class ServerProcess:
                 pass
             now = time.monotonic()
             if now - start > timeout:
-                raise ServerError(self.describe(f"not ready after {timeout:.0f} s"))
+                raise ServerError(f"not ready after {timeout:.0f} s", self.snapshot())
             if now >= next_progress:
                 progress(f"diffperf: waiting for {self.base_url} ({now - start:.0f} s)")
                 next_progress += every
@@ -101,12 +136,12 @@ class ServerProcess:
 
     def check_alive(self, when: str) -> None:
         if self.fatal:
-            raise ServerError(self.describe(f"printed a fatal error {when}: {self.fatal}"))
+            raise ServerError(f"printed a fatal error {when}: {self.fatal}", self.snapshot())
         code = self._proc.poll() if self._proc else None
         if code is not None:
             if self._reader:
                 self._reader.join(timeout=5)
-            raise ServerError(self.describe(f"exited with code {code} {when}"))
+            raise ServerError(f"exited with code {code} {when}", self.snapshot())
 
     def stop(self) -> None:
         """Kill the whole process tree (children first), wait, and close the log."""
@@ -149,23 +184,13 @@ class ServerProcess:
     def tail(self) -> str:
         return "\n".join(self._tail)
 
+    def snapshot(self) -> ServerLog:
+        """The server's log as it is now, for a failure message."""
+        return ServerLog(self.base_url, " ".join(self.command), self.log_path, self.tail())
+
     def log_section(self) -> str:
-        return f"log: {self.log_path}\n--- last {TAIL_LINES} lines ---\n{self.tail()}"
+        return self.snapshot().section()
 
-    def describe(self, problem: str) -> str:
-        return f"server {self.base_url} {problem}\ncommand: {' '.join(self.command)}\n{self.log_section()}"
-
-
-def headline(message: str, last_log_line: bool = False) -> str:
-    """The problem of a ``describe`` message on one line, without the command and the log tail.
-
-    With ``last_log_line``, the last non-empty line of the tail is appended (why a server died).
-    """
-    problem, _, rest = message.partition("\ncommand: ")
-    text = " ".join(problem.split())
-    tail = [line.strip() for line in rest.partition(f"--- last {TAIL_LINES} lines ---\n")[2].splitlines()]
-    tail = [line for line in tail if line]
-    return f"{text}; last log line: {tail[-1]}" if last_log_line and tail else text
 
 
 def kill_tree(pid: int, grace: float = 5.0) -> None:

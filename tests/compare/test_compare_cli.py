@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from pytest_diffperf.cases import load_case_file
-from pytest_diffperf.compare import plan
+from pytest_diffperf.compare.engine import plan_runs
 from pytest_diffperf.launchers import ReferenceLauncher
 
 from .conftest import compare, compare_here, tiny_case, write_cases
@@ -84,11 +84,11 @@ def test_default_frameworks_are_those_the_cases_list(tmp_path, launchers):
     ]
     write_cases(tmp_path / "cases.json", cases)
     case_file = load_case_file(tmp_path / "cases.json")
-    runs, left_out = plan(case_file, tmp_path / "cases.json", None, None)
+    runs, left_out = plan_runs(case_file, tmp_path / "cases.json", None, None)
     assert [r.label for r in runs] == ["listed (marker)", "only_marker (marker)", "listed (sglang)", "plain (sglang)"]
     assert "--x 1" in " ".join(runs[0].launcher.command(runs[0].spec, 1)) and left_out == []
     # A named framework that takes SGLang's args runs the cases listing sglang or nothing, with that entry.
-    runs, left_out = plan(case_file, tmp_path / "cases.json", None, ["reference"])
+    runs, left_out = plan_runs(case_file, tmp_path / "cases.json", None, ["reference"])
     assert [r.label for r in runs] == ["listed (reference)", "plain (reference)"]
     assert left_out == ["only_marker (reference): the case has no 'reference' entry"]
     assert compare_here("--config", str(tmp_path / "cases.json"), "--dry-run") == 0

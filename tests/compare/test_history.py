@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_diffperf import history
+from pytest_diffperf.compare import history
 from pytest_diffperf.errors import DiffperfError
 
 from .conftest import compare_here

@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import os
 import statistics
-import subprocess
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,14 +17,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .cases import Case, CaseFile
-from .serving.client import RequestError
-from .errors import DiffperfError
-from .serving.launchers import Launcher, ServerSpec, get_launcher
-from .perf.measurement import Measurement
-from .serving.pool import ServerPool
-from .serving.measure import Sample, measure
-from .serving.process import ServerError, headline
+from .._util.git import head_commit
+from ..cases import Case, CaseFile
+from ..serving.client import RequestError
+from ..errors import DiffperfError
+from ..serving.launchers import Launcher, ServerSpec, get_launcher
+from ..perf.measurement import Measurement
+from ..serving.pool import ServerPool
+from ..serving.measure import Sample, measure
+from ..serving.process import ServerError
 
 DEFAULT_FRAMEWORK = "sglang"
 KNOWN_SHOWN = 10  # case ids listed when an unknown one has no close match
@@ -47,7 +47,7 @@ class Run:
         return f"{self.case.id} ({self.launcher.name})"
 
 
-def plan(
+def plan_runs(
     case_file: CaseFile, source: Path, case_ids: Sequence[str] | None, frameworks: Sequence[str] | None
 ) -> tuple[list[Run], list[str]]:
     """The runs in order (framework by framework, cases in file order), and notes on pairs left out.
@@ -128,9 +128,9 @@ def run_one(
     case = run.case.model_copy(update={"perf_warmup_requests": 1, "perf_repeat_requests": repeats})
     missing: list[int] = []
 
-    def on_missing(index: int, message: str) -> None:
+    def on_missing(index: int, error: RequestError) -> None:
         missing.append(index)
-        warn(f"{run.label}: no perf record for request {index + 1}: {headline(message)}")
+        warn(f"{run.label}: no perf record for request {index + 1}: {error.headline()}")
 
     try:
         server = pool.get(run.spec)
@@ -140,13 +140,13 @@ def run_one(
         if crashed:
             pool.release()  # dead or hung: the next run starts a fresh one
         warn(f"{run.label}: {exc}")
-        error = _with_log(headline(str(exc), last_log_line=crashed), pool, run.spec)
-        return result(run.case, run.launcher.name, [], 0, error)
+        error = _with_log(exc.headline(last_log_line=crashed), pool, run.spec)
+        return result_row(run.case, run.launcher.name, [], 0, error)
     except Exception as exc:  # noqa: BLE001 (a launcher's own bug must not stop the other cases either)
         pool.release()
         warn(f"{run.label}: {traceback.format_exc()}")
-        return result(run.case, run.launcher.name, [], 0, f"{type(exc).__name__}: {exc}")
-    return result(run.case, run.launcher.name, samples, len(missing))
+        return result_row(run.case, run.launcher.name, [], 0, f"{type(exc).__name__}: {exc}")
+    return result_row(run.case, run.launcher.name, samples, len(missing))
 
 
 def _with_log(error: str, pool: ServerPool, spec: ServerSpec) -> str:
@@ -154,7 +154,7 @@ def _with_log(error: str, pool: ServerPool, spec: ServerSpec) -> str:
     return f"{error} (log: {log})" if log and Path(log).exists() else error
 
 
-def result(case: Case, framework: str, samples: Sequence[Sample], missing: int, error: str | None = None) -> dict:
+def result_row(case: Case, framework: str, samples: Sequence[Sample], missing: int, error: str | None = None) -> dict:
     """One result row: medians of the client-side times and of the server's perf records."""
     latencies = [round(s.client_ms / 1000, 3) for s in samples]
     records = [s.record for s in samples if s.record is not None]
@@ -195,21 +195,11 @@ def describe(row: dict[str, Any]) -> str:
     return text
 
 
-def document(results: list[dict[str, Any]], repeats: int, timestamp: datetime) -> dict[str, Any]:
+def comparison_document(results: list[dict[str, Any]], repeats: int, timestamp: datetime) -> dict[str, Any]:
     """The results file: SGLang's comparison-results.json layout."""
     return {
         "timestamp": timestamp.astimezone(timezone.utc).isoformat(),
-        "commit_sha": commit_sha(),
+        "commit_sha": head_commit() or os.environ.get("GITHUB_SHA", "unknown"),
         "measurement_repeats": repeats,
         "results": results,
     }
-
-
-def commit_sha() -> str:
-    """HEAD of the git checkout in the working directory, else ``$GITHUB_SHA``, else "unknown"."""
-    fallback = os.environ.get("GITHUB_SHA", "unknown")
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return fallback
-    return out.stdout.strip() or fallback
