@@ -34,7 +34,7 @@ class Output:
         """Decoded uint8 RGB frames (one for an image)."""
         if self.kind == "image":
             return [np.asarray(Image.open(io.BytesIO(self.data)).convert("RGB"))]
-        return [np.asarray(f)[..., :3] for f in iio.imiter(self.data, extension=".mp4")]
+        return list(iio.imread(self.data, index=None, plugin="pyav")[..., :3])  # PyAV: no ffmpeg pipes left open
 
 
 def request_body(case: Case) -> dict[str, Any]:

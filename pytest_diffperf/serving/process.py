@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import random
 import socket
@@ -144,13 +145,15 @@ class ServerProcess:
             raise ServerError(f"exited with code {code} {when}", self.snapshot())
 
     def stop(self) -> None:
-        """Kill the whole process tree (children first), wait, and close the log."""
+        """Kill the whole process tree (children first), wait, and close its output and the log."""
         if self._proc is None:
             return
         kill_tree(self._proc.pid)
         self._proc.wait()
         if self._reader:
             self._reader.join(timeout=5)
+        if self._proc.stdout:
+            self._proc.stdout.close()  # ends the tee if a grandchild still holds the pipe
 
     def info(self) -> dict[str, object]:
         devices = {k: v for k, v in self.env.items() if k in DEVICE_ENV_VARS}
@@ -169,7 +172,7 @@ class ServerProcess:
     # -- output ----------------------------------------------------------------------------------
     def _tee(self) -> None:
         assert self._proc and self._proc.stdout
-        with open(self.log_path, "ab") as log:
+        with open(self.log_path, "ab") as log, contextlib.suppress(ValueError, OSError):  # the pipe closed by stop
             for raw in self._proc.stdout:
                 log.write(raw)
                 log.flush()

@@ -8,8 +8,8 @@ import psutil
 import pytest
 
 # Imported here so that in-process pytester runs find them loaded (numpy cannot load twice).
-import pytest_diffperf.collect  # noqa: F401
-import pytest_diffperf.report  # noqa: F401
+import pytest_diffperf.suite.items  # noqa: F401
+import pytest_diffperf.suite.report  # noqa: F401
 
 TOLERANCES = {
     "pr_test": {"e2e": 2.0, "denoise_stage": 2.0, "non_denoise_stage": 4.0, "denoise_step": 4.0, "denoise_agg": 4.0},

@@ -12,6 +12,8 @@ import time
 import psutil
 import pytest
 
+from pytest_diffperf.suite.items import UnguardedWarning
+
 from .conftest import GENEROUS, refservers, results, tiny_case
 
 
@@ -41,7 +43,8 @@ def test_scenario_passes_with_header_summary_json_rows_junit_and_step_summary(py
     )
     step_summary = pytester.path / "step_summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
-    result = pytester.runpytest(*args, "-v", "--junitxml=junit.xml")
+    # the outer run turns warnings into errors; the inner one must show the plugin's warning as a warning
+    result = pytester.runpytest(*args, "-v", "--junitxml=junit.xml", "-W", f"always::{UnguardedWarning.__module__}.UnguardedWarning")
     result.assert_outcomes(passed=2, warnings=1)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(

@@ -1,29 +1,27 @@
-"""The plugin's state for one pytest process, kept on ``config.stash``."""
+"""The plugin's state for one pytest process, kept on ``config.stash``: settings, files, servers, devices."""
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-from .perf.baselines import BaselineSet, load_baselines, select_scenarios
-from .cases import Case, load_cases
-from .sharding.devices import DeviceShare
-from .distribute import shard_of, share_of
-from .errors import DiffperfError
-from .serving.launchers import Launcher, ServerSpec, get_launcher
-from .perf.limits import Preset, get_preset
-from .options import SESSION_KEY, Settings, ground_truth_requested, read_settings
-from .serving.pool import ServerPool
-from .sharding.plan import Shard, parse_shard
-
-if TYPE_CHECKING:
-    from .consistency import ConsistencyConfig
-    from .consistency.thresholds import ThresholdSet
+from ..cases import Case, load_cases
+from ..consistency.config import ConsistencyConfig
+from ..consistency.thresholds import ThresholdSet
+from ..errors import DiffperfError
+from ..perf.baselines import BaselineSet, load_baselines, select_scenarios
+from ..perf.limits import Preset, get_preset
+from ..perf.lint import lint_baselines
+from ..platforms import device_env_var
+from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
+from ..serving.pool import ServerPool
+from ..sharding.devices import DeviceShare, device_share, visible_devices
+from ..sharding.plan import Shard, assign, parse_shard, server_groups
+from .consistency import consistency_config, thresholds
+from .options import Settings, ground_truth_requested, read_settings
 
 
 @dataclass
@@ -42,6 +40,7 @@ class DiffperfSession:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
+        """Read and check every setting and file (DiffperfError on the first problem), then make the work folder."""
         settings = read_settings(config)
         if settings.diffperf_baselines is None:
             raise DiffperfError(
@@ -58,10 +57,14 @@ class DiffperfSession:
         if not launcher.writes_perf_log:
             message = f"launcher {launcher.name!r} writes no perf log, which the checks need"
             raise DiffperfError(message, source="--diffperf-server")
-        workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))
+        consistency = None
+        if any(c.run_consistency_check for c in cases.values()):
+            consistency = consistency_config(settings, ground_truth_requested(config))
+        limits = thresholds(settings) if consistency else None
+        workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))  # last: nothing above leaves a folder behind
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
-        ds = cls(
+        session = cls(
             settings=settings,
             baselines=baselines,
             cases=cases,
@@ -70,14 +73,11 @@ class DiffperfSession:
             pool=ServerPool(workdir, settings.diffperf_startup_timeout, progress, devices.env, devices.ports),
             workdir=workdir,
             devices=devices,
+            consistency=consistency,
+            thresholds=limits,
         )
-        ds.shard = shard_of(ds, *shard) if shard else None
-        if any(c.run_consistency_check for c in cases.values()):
-            from .outputcheck import consistency_config, thresholds
-
-            ds.consistency = consistency_config(settings, ground_truth_requested(config))
-            ds.thresholds = thresholds(settings) if ds.consistency else None
-        return ds
+        session.shard = session.shard_of(*shard) if shard else None
+        return session
 
     def scenario_ids(self) -> list[str]:
         return select_scenarios(self.baselines, self.cases, self.settings.diffperf_hardware)
@@ -85,6 +85,11 @@ class DiffperfSession:
     def spec(self, scenario_id: str) -> ServerSpec | None:
         case = self.cases.get(scenario_id)
         return ServerSpec.for_case(case, self.launcher.name) if case else None
+
+    def shard_of(self, k: int, n: int) -> Shard:
+        """Shard K of N of the session's scenarios (the plan ``diffperf plan`` prints for the same files)."""
+        groups = server_groups(self.scenario_ids(), self.baselines.scenarios, group_key(self.cases, self.launcher.name))
+        return assign(groups, n)[k - 1]
 
     def header(self) -> dict[str, object]:
         return {
@@ -100,21 +105,26 @@ class DiffperfSession:
 
     def header_lines(self) -> list[str]:
         """The report header: settings, the baseline files' lint warnings, where the logs go, the shard."""
-        from .perf.lint import lint_baselines
-
         warnings = sum(f.severity == "warning" for f in lint_baselines(self.baselines))
         lines = [f"diffperf: {k}={v}" for k, v in self.header().items() if v is not None]
         lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: diffperf lint FILE)")
         lines.append(f"diffperf: logs in {self.workdir}")
         if self.shard is not None:
-            from .distribute import shard_header
-
-            lines.append(shard_header(self.shard))
+            lines.append(
+                f"diffperf: shard {self.shard.number}/{self.shard.of}: {len(self.shard.scenarios)} scenario(s), "
+                f"{len(self.shard.groups)} server start(s), estimated {self.shard.estimated_s:.0f} s"
+            )
         return lines
 
     def close(self) -> None:
         self.pool.release()
 
 
-def get_session(config: pytest.Config) -> DiffperfSession | None:
-    return config.stash.get(SESSION_KEY, None)
+def share_of(config: pytest.Config, settings: Settings) -> DeviceShare:
+    """This process's devices and ports: an xdist worker's slice, else all of them."""
+    var = device_env_var(settings.diffperf_hardware)
+    devices = visible_devices(settings.diffperf_devices, var)
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return device_share(devices, var, getattr(config.option, "numprocesses", None) or 0, None)
+    return device_share(devices, var, workerinput["workercount"], workerinput["workerid"])

@@ -14,10 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .errors import DiffperfError
-
-SESSION_KEY: pytest.StashKey = pytest.StashKey()  # -> session.DiffperfSession, while --diffperf is active
-
+from ..errors import DiffperfError
 
 @dataclass(frozen=True)
 class Option:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from ._util.text import format_table
-from .results.model import RESULTS_VERSION, ScenarioResult
-from .results.tables import markdown, summary_table
+from .._util.text import format_table
+from ..results.model import RESULTS_VERSION, ScenarioResult
+from ..results.tables import markdown, summary_table
 
 RESULT_PROPERTY = "diffperf_result"
 SCENARIO_PROPERTY = "diffperf_scenario"
@@ -60,7 +60,7 @@ class ResultsCollector:
             self.json_path.write_text(json.dumps(self.document(), indent=2) + "\n", encoding="utf-8")
         compared = [r.consistency for r in self.results.values() if r.consistency]
         if self.artifacts_dir and compared:
-            from .consistency import write_summary
+            from ..consistency import write_summary
 
             write_summary(compared, self.artifacts_dir)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -1,0 +1,147 @@
+"""Collection and running: a baseline file becomes one pytest item per scenario (``<file>::<scenario>``).
+
+An item gets its server from the session's pool, measures its case, judges (or regenerates) the
+performance and compares the output, and reports one ``ScenarioResult`` through its user properties.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from ..errors import DiffperfFailure
+from ..perf.measurement import Measurement
+from ..results.model import ScenarioResult
+from ..results.verdict import (
+    ScenarioFailure,
+    judge_scenario,
+    judged_values,
+    measurement_of,
+    missing_baseline_message,
+    missing_case_message,
+    request_rows,
+)
+from ..serving.measure import Sample, measure
+from ..serving.process import ServerProcess
+from .consistency import compare
+from .regen import REGEN_PROPERTY, get_regen
+from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
+from .session import DiffperfSession
+from .stash import SCENARIO_KEY, get_session
+
+
+class UnguardedWarning(UserWarning):
+    """A scenario whose baseline guards nothing (expected e2e of 0)."""
+
+
+class BaselineFile(pytest.File):
+    def collect(self) -> Iterator[ScenarioItem]:
+        for scenario_id in _session(self.config).scenario_ids():
+            yield ScenarioItem.from_parent(self, name=scenario_id)
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        session = _session(self.config)
+        self.case = session.cases.get(self.name)
+        self.baseline = session.baselines.scenarios.get(self.name)
+        self.spec = session.spec(self.name)
+        self.server: ServerProcess | None = None
+        self.stash[SCENARIO_KEY] = self.name
+        self.user_properties.append((SCENARIO_PROPERTY, self.name))
+
+    def setup(self) -> None:
+        if self.spec is not None and self.case is not None and (self.case.run_perf_check or self._compares()):
+            self.server = _session(self.config).pool.get(self.spec)
+
+    def _compares(self) -> bool:
+        return _session(self.config).consistency is not None and bool(self.case and self.case.run_consistency_check)
+
+    def runtest(self) -> None:
+        session = _session(self.config)
+        if self.case is None:
+            source = str(session.baselines.source.get(self.name, session.baselines.primary))
+            cases = str(session.settings.diffperf_cases) if session.settings.diffperf_cases else None
+            result = ScenarioResult(
+                scenario=self.name, verdict="fail", message=missing_case_message(self.name, source, cases)
+            )
+            self._report(result)
+            raise ScenarioFailure(result.message)
+        if self.server is None:
+            pytest.skip(f"{self.name}: run_perf_check is false and its output is not compared")
+        timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
+        started = time.monotonic()
+        samples = measure(self.server, session.launcher, self.case, timeout)
+        measurement = measurement_of(samples, self.case, self.server.load_ms)
+        result = self._perf(session, samples, measurement, time.monotonic() - started)
+        failure = None
+        if self._compares():
+            assert session.consistency is not None and session.thresholds is not None
+            result.consistency, failure = compare(self.case, samples[0].output, session.consistency, session.thresholds)
+        self._report(result)
+        messages = [result.message] if result.verdict == "fail" else []
+        messages += [str(failure)] if failure else []
+        if messages:
+            raise ScenarioFailure("\n\n".join(messages) + f"\n\n{self.server.log_section()}")
+        if result.verdict == "unguarded":
+            warnings.warn(UnguardedWarning(f"{self.name}: {result.message}"), stacklevel=1)
+
+    def _perf(
+        self, session: DiffperfSession, samples: Sequence[Sample], measurement: Measurement, measure_s: float
+    ) -> ScenarioResult:
+        """Regenerated (regeneration run), unjudged (no profile, or run_perf_check false), failed for
+        want of a baseline, or judged by the limit engine; with the request rows and the server."""
+        assert self.case is not None and self.server is not None and self.spec is not None
+        regen = get_regen(self.config)
+        if regen is not None:
+            result, record = regen.regenerate(self.name, self.spec.key, self.server.ready_s, measurement, measure_s)
+            self.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
+        elif session.settings.profile is None or not self.case.run_perf_check:
+            result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")
+        elif self.baseline is None:
+            message = missing_baseline_message(self.name, str(session.baselines.primary), measurement)
+            result = ScenarioResult(scenario=self.name, verdict="fail", message=message)
+        else:
+            tolerances = session.baselines.profile(session.settings.profile)
+            step_fractions = session.baselines.step_fractions
+            result = judge_scenario(self.name, self.baseline, measurement, tolerances, session.preset, step_fractions)
+        result.rows = request_rows(self.name, samples, measurement, session.baselines.step_fractions)
+        result.measured = judged_values(measurement, session.preset)
+        result.server = self.server.info()
+        return result
+
+    def _report(self, result: ScenarioResult) -> None:
+        """The result for the collector (the whole of it) and for JUnit (the judged numbers, the outcome)."""
+        self.user_properties.append((RESULT_PROPERTY, result.model_dump_json()))
+        for key, value in result.measured.items():
+            self.user_properties.append((f"diffperf_{key}", value))
+        self.user_properties.append(("diffperf_verdict", result.verdict))
+        self.user_properties.append(("diffperf_outcome", result.outcome))
+        if result.consistency is not None:
+            self.user_properties.append(("diffperf_consistency", json.dumps(result.consistency)))
+
+    def reportinfo(self) -> tuple[Any, int, str]:
+        return self.path, 0, f"diffperf scenario {self.name}"  # a line number: skip marks report the item location
+
+
+def plain_longrepr(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    """The message alone, without a traceback, for a scenario's own kinds of failure."""
+    if not isinstance(item, ScenarioItem):
+        return None
+    if isinstance(excinfo.value, DiffperfFailure):
+        return str(excinfo.value)
+    if isinstance(excinfo.value, TimeoutError):
+        return f"{item.name}: {excinfo.value}"
+    return None
+
+
+def _session(config: pytest.Config) -> DiffperfSession:
+    session = get_session(config)
+    assert session is not None, "diffperf items exist only while the plugin is active"
+    return session

@@ -1,0 +1,77 @@
+"""Regeneration inside a pytest run: started with the session, and its summary.
+
+The summary is printed by the controller from test reports, so xdist workers' decisions arrive; a
+dry run adds the unified diff of every file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..errors import DiffperfError
+from ..regen.policy import RegenSettings
+from ..regen.regenerator import Regenerator
+from ..regen.summary import summary_lines
+from ..regen.writer import diff
+from ..serving.launchers import group_key
+from .session import DiffperfSession
+
+REGEN_KEY: pytest.StashKey[Regenerator] = pytest.StashKey()
+REGEN_PROPERTY = "diffperf_regen"  # a test's regeneration record (JSON), for the summary
+
+
+def start_regen(config: pytest.Config, ds: DiffperfSession) -> None:
+    """Check the run can regenerate (DiffperfError if not), then stash it and register its summary."""
+    s = ds.settings
+    try:
+        settings = RegenSettings.parse(s.regen_policy, s.regen_min_improvement, s.regen_dry_run)
+        ids = ds.scenario_ids()
+        run = Regenerator.start(
+            settings, ds.baselines, s.diffperf_hardware, ds.cases, ids, group_key(ds.cases, ds.launcher.name),
+            s.diffperf_cases,
+        )  # fmt: skip
+    except DiffperfError:
+        shutil.rmtree(ds.workdir, ignore_errors=True)  # an empty folder; nothing of this run stays
+        raise
+    config.stash[REGEN_KEY] = run
+    config.pluginmanager.register(RegenSummary(run.settings, run.metadata), "diffperf-regen")
+
+
+def get_regen(config: pytest.Config) -> Regenerator | None:
+    return config.stash.get(REGEN_KEY, None)
+
+
+class RegenSummary:
+    def __init__(self, settings: RegenSettings, metadata: dict[str, str]):
+        self.settings = settings
+        self.metadata = metadata
+        self.records: dict[str, dict[str, Any]] = {}
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == REGEN_PROPERTY:
+                self.records[report.nodeid] = json.loads(value)
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        write = terminalreporter.write_line
+        terminalreporter.section("diffperf baseline regeneration")
+        for line in summary_lines(list(self.records.values()), self.settings):
+            write(line)
+        if self.settings.dry_run:
+            for text in self.diffs():
+                terminalreporter.write(text)
+
+    def diffs(self) -> list[str]:
+        per_file: dict[str, list[tuple[str, dict]]] = defaultdict(list)
+        for record in self.records.values():
+            if record["action"] != "kept":
+                per_file[record["file"]].append((record["scenario"], record["entry"]))
+        return [diff(Path(file), entries, self.metadata) for file, entries in per_file.items()]
