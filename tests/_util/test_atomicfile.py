@@ -116,15 +116,15 @@ def test_kill_9_during_writes_leaves_old_or_new_content(tmp_path: Path):
     rng = random.Random(5)
     seen = []
     for _ in range(25):
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             [sys.executable, str(tmp_path / "writer.py"), str(path), *map(str, versions)],
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        assert proc.stdout.readline() == b"ready\n"
-        time.sleep(rng.uniform(0.0, 0.3))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        ) as proc:
+            assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+            time.sleep(rng.uniform(0.0, 0.3))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
         content = path.read_text()
         assert content in expected
         json.loads(content)
