@@ -77,7 +77,7 @@ import numpy as np
 from pytest_diffperf.baselines import Scenario, Tolerances
 from pytest_diffperf.limits import Check, get_preset, judge, limit, plan_checks, stage_name
 from pytest_diffperf.protocol import DENOISING_STAGE
-from pytest_diffperf.verdicts.ab import base_levels
+from pytest_diffperf.verdicts.ab import MIN_NOISE_DOF, NOISY, base_levels
 from pytest_diffperf.verdicts.ab import judge as judge_ab
 from pytest_diffperf.verdicts.attribution import named, shares
 from pytest_diffperf.verdicts.design import ABDesign
@@ -248,6 +248,7 @@ class ABOutcome:
     process_pairs: np.ndarray
     named_target: np.ndarray  # the effect's stage is named
     named_other: np.ndarray  # a stage other than the target is named
+    noisy: np.ndarray  # a gated metric is flagged noisier than its prior at the stop
     metric_regressed: dict[str, float] = field(default_factory=dict)  # per metric: regressed at the stop
 
 
@@ -267,24 +268,37 @@ def draw_ab(
 
 
 def simulate_ab(
-    pool: Pool, effect: Effect, design: ABDesign, policy: VerdictPolicy, trials: int, seed: int
+    pool: Pool,
+    effect: Effect,
+    design: ABDesign,
+    policy: VerdictPolicy,
+    trials: int,
+    seed: int,
+    noise_scale: float = 1.0,
 ) -> ABOutcome:
+    """``noise_scale`` (no effect only) multiplies the recorded log ratios: a machine that much noisier."""
+    if noise_scale != 1.0 and effect.stage is not None:
+        raise ValueError("noise_scale is for the no-change stress test")
     rng = np.random.default_rng(seed)
     k_max, m = design.process_pair_budget, design.request_pairs
     base_p, cand_p, req = draw_ab(pool, trials, k_max, m, rng)
     cand_metrics, _ = apply_effect(pool.metrics, pool.steps, effect)
     bi, ci = base_p[:, :, None], cand_p[:, :, None]
     base_v = {name: v[bi, req] for name, v in pool.metrics.items()}
-    logs = {name: np.log(cand_metrics[name][ci, req] / base_v[name]) for name in pool.metrics}
+    logs = {name: noise_scale * np.log(cand_metrics[name][ci, req] / base_v[name]) for name in pool.metrics}
     loads = rng.choice(pool.loads_ms, size=(trials, k_max, 2))
     logs["load"] = np.log(loads[:, :, 1:] / loads[:, :, :1])
     stages = [n for n in pool.metrics if n.startswith("stage[")]
     codes = np.empty((trials, k_max), dtype=np.int8)
     metric_codes = {name: np.empty((trials, k_max), dtype=np.int8) for name in logs}
     named_by_stage = {s: np.zeros((trials, k_max), dtype=bool) for s in stages}
+    noisy = np.zeros((trials, k_max), dtype=bool)
     for look in range(k_max):
         j = judge_ab({name: d[:, : look + 1] for name, d in logs.items()}, policy, design)
         codes[:, look] = j.scenario
+        for name, spec in j.specs.items():
+            if spec.gated:
+                noisy[:, look] |= (j.within_dof[name] >= MIN_NOISE_DOF) & (j.within[name] > NOISY * spec.noise.within)
         for name in logs:
             metric_codes[name][:, look] = j.codes[name]
         e2e_level = base_levels(base_v["e2e"][:, : look + 1])
@@ -303,7 +317,8 @@ def simulate_ab(
     regressed = {
         name: float((np.take_along_axis(c, at, axis=1)[:, 0] == REGRESSED).mean()) for name, c in metric_codes.items()
     }
-    return ABOutcome(final, pairs, named_target, named_other, regressed)
+    noisy_at = np.take_along_axis(noisy, at, axis=1)[:, 0]
+    return ABOutcome(final, pairs, named_target, named_other, noisy_at, regressed)
 
 
 # --------------------------------------------------------------------------------- static, SGLang
@@ -429,9 +444,9 @@ def simulate_sglang(pool: Pool, effect: Effect, checks: Checks, cand: np.ndarray
     for t, sample in enumerate(checks.sample[:20]):  # the comparison is the engine's judge
         engine = [judge(c, float(actual[t, 0, i])).verdict == "fail" for i, c in enumerate(sample)]
         assert engine == list(fails[t, 0]), "vectorised rule differs from limits.judge"
-    failed = fails.any(axis=-1)
+    failed = np.asarray(fails.any(axis=-1), dtype=bool)
     passed_at = np.where((~failed).any(axis=1), np.argmax(~failed, axis=1) + 1, failed.shape[1])
-    return SGLangOutcome(failed[:, 0], fails[:, 0, checks.names.index("e2e")], failed.all(axis=1), passed_at)
+    return SGLangOutcome(failed[:, 0], fails[:, 0, checks.names.index("e2e")], np.all(failed, axis=1), passed_at)
 
 
 # ----------------------------------------------------------------------------------- coverage
@@ -440,7 +455,7 @@ def coverage(pool: Pool, ks: Iterable[int], m: int, trials: int, boots: int, see
     rng = np.random.default_rng(seed)
     z = NormalDist().inv_cdf(0.995)
     noise = VerdictPolicy().e2e.noise
-    rows = []
+    rows: list[dict[str, Any]] = []
     for k in ks:
         base_p, cand_p, req = draw_ab(pool, trials, k, m, rng)
         e2e = pool.metrics["e2e"]
@@ -487,6 +502,8 @@ def ab_row(kind: str, effect: Effect, o: ABOutcome, m: int, e2e_ms: float, start
         "requests": float(req.mean()),
         "process_pairs": float(o.process_pairs.mean()),
         "wall_s": float((req * e2e_ms / 1000 + 2 * o.process_pairs * start_s).mean()),
+        "noisy": float(o.noisy.mean()),
+        "noisy_regressed": float((reg & o.noisy).mean()),
         "metric_regressed": o.metric_regressed,
     }
 
@@ -523,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="4x10,5x8,8x5,10x4,20x2,30x1",
         help="m x max process pairs to compare (at most 80 requests each)",
     )
-    ap.add_argument("--sections", default="ab,designs,static,coverage,noise")
+    ap.add_argument("--sections", default="noise,ab,stress,designs,static,coverage")
     ap.add_argument("--json", type=Path, help="write every figure here")
     ap.add_argument(
         "--live", action="store_true", help="(phase 2) run reference servers with --inject-delay instead of resampling"
@@ -536,6 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     sections = set(a.sections.split(","))
+    rows: list[dict[str, Any]]
     t0 = time.monotonic()
     pools = {kind: ab_pool(a.data, kind) for kind in ("flux", "sd")}
     out: dict[str, Any] = {"trials": a.trials, "seed": a.seed}
@@ -581,6 +599,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             if r["effect"] == "none":
                 print(f"- {r['kind']}: " + ", ".join(f"{k} {100 * v:.2f} %" for k, v in r["metric_regressed"].items()))
         out["ab"] = rows
+
+    if "stress" in sections:
+        rows = []
+        for kind, pool in pools.items():
+            for scale in (1.0, 1.5, 2.0, 3.0):
+                o = simulate_ab(pool, EFFECTS[0], design, policy, a.trials, a.seed + 50, noise_scale=scale)
+                rows.append({"scale": scale, **ab_row(kind, EFFECTS[0], o, design.request_pairs, 0.0, 0.0)})
+        print(
+            f"\n### A/A on a noisier machine than the priors: recorded log ratios x scale, default design, {a.trials} trials\n"
+        )
+        print(
+            "| set | noise x | regressed % [95 % CI] | flagged noisier than calibrated % | regressed and not flagged % | unchanged % | inconclusive % | requests |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r['kind']} | {r['scale']:g} | {rate(r['regressed'], r['trials'])} | {100 * r['noisy']:.1f} | "
+                f"{100 * (r['regressed'] - r['noisy_regressed']):.2f} | {100 * r['unchanged']:.1f} | {100 * r['inconclusive']:.1f} | {r['requests']:.1f} |"
+            )
+        out["stress"] = rows
 
     if "designs" in sections:
         rows = []

@@ -23,6 +23,10 @@ from .rules import CodeArray, classify, combine, look_alpha, z_value
 from .vocab import VERDICTS, Order, StopReason, Verdict
 
 
+NOISY = 1.5  # a run whose within-pair spread exceeds its prior's by this factor is flagged
+MIN_NOISE_DOF = 6  # ... once it has this many degrees of freedom to show it
+
+
 @dataclass(frozen=True)
 class Judgement:
     """Every metric's log ratio, interval and verdict code, and the scenario's code; arrays over runs."""
@@ -36,6 +40,8 @@ class Judgement:
     scenario: CodeArray
     process_pairs: Mapping[str, FloatArray]
     request_pairs: Mapping[str, FloatArray]
+    within: Mapping[str, FloatArray]
+    within_dof: Mapping[str, FloatArray]
 
 
 def metric_z(policy: VerdictPolicy, spec: MetricSpec, gated_weight: float, looks: int, look: int) -> float:
@@ -55,17 +61,18 @@ def judge(
     done = max((np.shape(d)[-2] for d in log_ratios.values()), default=1)
     look = min(max(done - design.min_process_pairs + 1, 1), design.looks)
     gated_weight = sum(s.weight for s in specs.values() if s.gated)
-    est, se, low, high, codes, k, n = {}, {}, {}, {}, {}, {}, {}
+    est, se, low, high, codes, k, n, within, dof = {}, {}, {}, {}, {}, {}, {}, {}, {}
     for name, d in log_ratios.items():
         spec = specs[name]
         e = estimate(d, spec.noise)
         low[name], high[name] = e.bounds(metric_z(policy, spec, gated_weight, design.looks, look))
         est[name], se[name], k[name], n[name] = e.log_ratio, e.se, e.process_pairs, e.request_pairs
+        within[name], dof[name] = e.within, e.within_dof
         codes[name] = classify(low[name], high[name], spec.tolerance, spec.floor)
     gated = [codes[name] for name, spec in specs.items() if spec.gated]
     shape = np.shape(next(iter(est.values()))) if est else ()
     stacked = np.stack(gated, axis=-1) if gated else np.zeros((*shape, 0), dtype=np.int8)
-    return Judgement(specs, est, se, low, high, codes, combine(stacked), k, n)
+    return Judgement(specs, est, se, low, high, codes, combine(stacked), k, n, within, dof)
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,13 @@ class MetricResult:
     candidate_ms: float
     process_pairs: int
     request_pairs: int
+    within: float  # the run's own within-pair sd of log(ratio); the prior's is spec.noise.within
+    within_prior: float
+
+    @property
+    def noisier_than_prior(self) -> bool:
+        """The run's request pairs scatter more than the calibration assumed (its false-alarm rate may exceed alpha)."""
+        return self.request_pairs - self.process_pairs >= MIN_NOISE_DOF and self.within > NOISY * self.within_prior
 
     @property
     def label(self) -> str:
@@ -148,7 +162,12 @@ class ABResult:
         ]
         budget = f" ({self.process_pairs} process pair(s), {self.requests} requests"
         budget += f", stopped: {self.stop})" if self.stop else ")"
-        return head + "; ".join(parts) + budget
+        noisy = [m for m in self.metrics.values() if m.gated and m.noisier_than_prior]
+        warning = "".join(
+            f"; {m.label} noisier than calibrated (within {m.within:.3f} > {NOISY:g} x prior {m.within_prior:.3f})"
+            for m in noisy
+        )
+        return head + "; ".join(parts) + budget + warning
 
 
 @dataclass(frozen=True)
@@ -216,6 +235,8 @@ def analyse(
             candidate_ms=float(np.median(cand)) if cand else math.nan,
             process_pairs=int(j.process_pairs[name]),
             request_pairs=int(j.request_pairs[name]),
+            within=float(j.within[name]),
+            within_prior=spec.noise.within,
         )
     return ABResult(
         verdict=VERDICTS[int(j.scenario)],

@@ -30,6 +30,8 @@ class RatioEstimate:
     se: FloatArray
     process_pairs: FloatArray
     request_pairs: FloatArray
+    within: FloatArray  # the run's own within-pair sd (robust), 0 without degrees of freedom
+    within_dof: FloatArray
 
     def bounds(self, z: float | FloatArray) -> tuple[FloatArray, FloatArray]:
         """The interval ``log_ratio -+ z * se`` (NaN where there is no data)."""
@@ -66,4 +68,4 @@ def estimate(d: FloatArray, noise: Noise) -> RatioEstimate:
         se = np.sqrt(v / k)
     est = np.where(k > 0, est, np.nan)
     se = np.where(k > 0, se, np.nan)
-    return RatioEstimate(est, se, k, n)
+    return RatioEstimate(est, se, k, n, scale, dof)
