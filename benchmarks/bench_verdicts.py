@@ -77,7 +77,7 @@ import numpy as np
 from pytest_diffperf.baselines import Scenario, Tolerances
 from pytest_diffperf.limits import Check, get_preset, judge, limit, plan_checks, stage_name
 from pytest_diffperf.protocol import DENOISING_STAGE
-from pytest_diffperf.verdicts.ab import MIN_NOISE_DOF, NOISY, base_levels
+from pytest_diffperf.verdicts.ab import base_levels, noisier_than_prior
 from pytest_diffperf.verdicts.ab import judge as judge_ab
 from pytest_diffperf.verdicts.attribution import named, shares
 from pytest_diffperf.verdicts.design import ABDesign
@@ -298,7 +298,7 @@ def simulate_ab(
         codes[:, look] = j.scenario
         for name, spec in j.specs.items():
             if spec.gated:
-                noisy[:, look] |= (j.within_dof[name] >= MIN_NOISE_DOF) & (j.within[name] > NOISY * spec.noise.within)
+                noisy[:, look] |= noisier_than_prior(j.within[name], j.within_dof[name], spec.noise.within)
         for name in logs:
             metric_codes[name][:, look] = j.codes[name]
         e2e_level = base_levels(base_v["e2e"][:, : look + 1])

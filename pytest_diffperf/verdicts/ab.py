@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..protocol import DENOISING_STAGE
 from .attribution import Attribution, Change, attribute, percent, span
@@ -22,9 +23,13 @@ from .noise import FloatArray, nanmedian
 from .rules import CodeArray, classify, combine, look_alpha, z_value
 from .vocab import VERDICTS, Order, StopReason, Verdict
 
-
 NOISY = 1.5  # a run whose within-pair spread exceeds its prior's by this factor is flagged
 MIN_NOISE_DOF = 6  # ... once it has this many degrees of freedom to show it
+
+
+def noisier_than_prior(within: FloatArray, within_dof: FloatArray, prior: float) -> NDArray[np.bool_]:
+    """The run's request pairs scatter more than the calibration assumed (its false-alarm rate may exceed alpha)."""
+    return np.asarray((np.asarray(within_dof) >= MIN_NOISE_DOF) & (np.asarray(within) > NOISY * prior), dtype=np.bool_)
 
 
 @dataclass(frozen=True)
@@ -114,13 +119,14 @@ class MetricResult:
     candidate_ms: float
     process_pairs: int
     request_pairs: int
-    within: float  # the run's own within-pair sd of log(ratio); the prior's is spec.noise.within
+    within: float  # the run's own within-pair sd of log(ratio), on within_dof degrees of freedom
+    within_dof: int
     within_prior: float
 
     @property
     def noisier_than_prior(self) -> bool:
-        """The run's request pairs scatter more than the calibration assumed (its false-alarm rate may exceed alpha)."""
-        return self.request_pairs - self.process_pairs >= MIN_NOISE_DOF and self.within > NOISY * self.within_prior
+        """See :func:`noisier_than_prior`."""
+        return bool(noisier_than_prior(_a(self.within), _a(self.within_dof), self.within_prior))
 
     @property
     def label(self) -> str:
@@ -203,6 +209,10 @@ def _add(metric: _Metric, i: int, j: int, base: float | None, candidate: float |
         metric.candidate.append(candidate)
 
 
+def _a(x: float) -> FloatArray:
+    return np.asarray(x, dtype=np.float64)
+
+
 def _positive(x: float) -> bool:
     return math.isfinite(x) and x > 0
 
@@ -236,6 +246,7 @@ def analyse(
             process_pairs=int(j.process_pairs[name]),
             request_pairs=int(j.request_pairs[name]),
             within=float(j.within[name]),
+            within_dof=int(j.within_dof[name]),
             within_prior=spec.noise.within,
         )
     return ABResult(

@@ -192,3 +192,16 @@ def test_metric_text():
 def test_request_metrics_names():
     m = request_metrics(400.0, {"DenoisingStage": 300.0}, [10.0, 20.0, 30.0])
     assert m == {"e2e": 400.0, "stage[DenoisingStage]": 300.0, "avg_denoise": 20.0, "median_denoise": 20.0}
+
+
+def test_a_run_noisier_than_its_prior_is_flagged():
+    rng = np.random.default_rng(0)
+    noisy = [pair(list(100 * rng.lognormal(0, 0.3, 8)), list(100 * rng.lognormal(0, 0.3, 8))) for _ in range(2)]
+    result = analyse(noisy, DESIGN)
+    e2e = result.metrics["e2e"]
+    assert e2e.noisier_than_prior
+    assert e2e.within > 1.5 * e2e.within_prior
+    assert "e2e noisier than calibrated (within " in result.text()
+    quiet = [pair(list(100 * rng.lognormal(0, 0.02, 8)), list(100 * rng.lognormal(0, 0.02, 8))) for _ in range(2)]
+    assert not analyse(quiet, DESIGN).metrics["e2e"].noisier_than_prior
+    assert "noisier" not in analyse(quiet, DESIGN).text()
