@@ -174,7 +174,12 @@ def judge_scenario(
     *,
     denoising: Collection[str] = frozenset({DENOISING_STAGE}),
 ) -> list[StaticResult]:
-    """Every timing check with an expected value > 0 and samples (by check name), judged."""
+    """Every timing check with an expected value > 0 and samples (by check name), judged.
+
+    The rest stays with the limit engine: memory checks, unguarded checks (expected 0) and
+    missing measurements get their verdicts from :func:`pytest_diffperf.limits.judge`, and a
+    missing one must fail the scenario there; :func:`scenario_verdict` sees only these results.
+    """
     policy = StaticPolicy() if policy is None else policy
     judged = [c for c in checks if c.kind in TIMING_KINDS and c.expected > 0 and _has_values(samples.get(c.name))]
     z = policy.z(len(judged))
