@@ -1,0 +1,210 @@
+"""Static mode made honest: a stored baseline, the one limit formula, and the noise of the run.
+
+Without a base build the candidate is judged against ``limit = max(expected * (1 + rel),
+expected + pad)`` (:func:`pytest_diffperf.limits.limit`). One process's requests cannot show how
+far that process, or the run that stored the baseline, sits from the truth, so the interval on
+``log(actual / expected)`` adds two priors to the run's own spread: the stored baseline's run offset
+(common to every re-measure) and the fresh process's offset (which re-measures average out). A
+check then ``fail``s when the whole interval lies above the limit, ``pass``es when it lies at or
+below it, and is ``inconclusive`` when it straddles it. A check that does not pass is re-measured
+on a fresh server, pooled with what came before, within ``max_attempts`` (SGLang instead retries a
+failing test up to 6 times and keeps the first pass, which lets a real regression through).
+Memory checks do not jitter and stay deterministic (:func:`pytest_diffperf.limits.judge`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import DiffperfError
+from ..limits import Check
+from ..protocol import DENOISING_STAGE
+from .interval import estimate
+from .noise import FloatArray, Noise
+from .rules import CodeArray, look_alpha, z_value
+from .vocab import STATIC_VERDICTS, StaticVerdict
+
+TIMING_KINDS = frozenset({"e2e", "load", "denoise_agg", "step", "stage", "per_frame"})
+PASS, FAIL, INCONCLUSIVE = (STATIC_VERDICTS.index(v) for v in ("pass", "fail", "inconclusive"))
+
+
+@dataclass(frozen=True)
+class StaticNoise:
+    """Prior noise of one metric against a stored baseline (natural-log units, about relative sd).
+
+    ``baseline``: the stored baseline's own run offset; ``process``: a fresh process's offset;
+    ``within``: one request around its process's level. Weights as in
+    :class:`~pytest_diffperf.verdicts.noise.Noise`.
+    """
+
+    baseline: float
+    process: float
+    within: float
+    process_weight: float = 8.0
+    within_weight: float = 20.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.baseline) and self.baseline >= 0):
+            raise DiffperfError(
+                f"expected a finite number >= 0, got {self.baseline!r}", source="noise prior", key="baseline"
+            )
+        Noise(self.process, self.within, self.process_weight, self.within_weight)  # validates the rest
+
+    @property
+    def run_noise(self) -> Noise:
+        return Noise(self.process, self.within, self.process_weight, self.within_weight)
+
+
+# From ../shared/noise-study: process medians of the same build spread 7-13 % (sd) from one fresh
+# process to the next (e2e 9.3 % Flux, 13.1 % SD; decode 7-10.5 %; text encoding 15-19.5 %), single
+# requests 10-14 % around their process; a stored baseline is one such process.
+STATIC_E2E = StaticNoise(baseline=0.11, process=0.11, within=0.13)
+STATIC_DENOISE = StaticNoise(baseline=0.12, process=0.12, within=0.15)
+STATIC_STAGE = StaticNoise(baseline=0.2, process=0.2, within=0.25)
+STATIC_LOAD = StaticNoise(baseline=0.14, process=0.14, within=0.0)
+
+
+@dataclass(frozen=True)
+class StaticPolicy:
+    """False-alarm budget per scenario, re-measure budget, and noise priors per check kind."""
+
+    alpha: float = 0.01
+    max_attempts: int = 3
+    e2e: StaticNoise = STATIC_E2E
+    denoise: StaticNoise = STATIC_DENOISE  # denoising stages, step aggregates, steps, per-frame time
+    stage: StaticNoise = STATIC_STAGE
+    load: StaticNoise = STATIC_LOAD
+
+    def __post_init__(self) -> None:
+        look_alpha(self.alpha, 1.0, 1)
+        if not (isinstance(self.max_attempts, int) and self.max_attempts >= 1):
+            raise DiffperfError(
+                f"expected an integer >= 1, got {self.max_attempts!r}", source="static policy", key="max_attempts"
+            )
+
+    def noise(self, check: Check, denoising: Collection[str] = frozenset({DENOISING_STAGE})) -> StaticNoise:
+        if check.kind not in TIMING_KINDS:
+            raise ValueError(f"{check.name}: {check.kind} checks are deterministic, judge them with limits.judge")
+        if check.kind == "e2e":
+            return self.e2e
+        if check.kind == "load":
+            return self.load
+        if check.kind == "stage" and check.key.removeprefix("stages_ms.") not in denoising:
+            return self.stage
+        return self.denoise
+
+    def z(self, timing_checks: int) -> float:
+        """Each interval's ``z``: ``alpha`` split over the scenario's timing checks and the attempts."""
+        return z_value(look_alpha(self.alpha, 1.0 / max(timing_checks, 1), self.max_attempts))
+
+
+def static_codes(
+    log_actual: FloatArray, log_expected: FloatArray, log_limit: FloatArray, noise: StaticNoise, z: float
+) -> tuple[CodeArray, FloatArray, FloatArray]:
+    """Verdict codes (index into ``STATIC_VERDICTS``) and interval on ``log(true / expected)``.
+
+    ``log_actual`` is shaped ``(..., processes, requests)`` (NaN: missing); ``log_expected`` and
+    ``log_limit`` (the limit from :func:`pytest_diffperf.limits.limit`) broadcast over ``...``.
+    The vectorised core (the benchmark's path).
+    """
+    log_expected = np.asarray(log_expected, dtype=np.float64)
+    e = estimate(np.asarray(log_actual, dtype=np.float64) - log_expected[..., None, None], noise.run_noise)
+    se = np.sqrt(e.se**2 + noise.baseline**2)
+    low, high = e.log_ratio - z * se, e.log_ratio + z * se
+    edge = np.asarray(log_limit, dtype=np.float64) - log_expected
+    codes = np.full(np.broadcast(low, edge).shape, INCONCLUSIVE, dtype=np.int8)
+    codes[high <= edge] = PASS
+    codes[low > edge] = FAIL
+    return codes, low, high
+
+
+@dataclass(frozen=True)
+class StaticResult:
+    """One timing check judged on several requests from one or more fresh processes."""
+
+    check: Check
+    actual: float  # median of every request
+    low: float  # interval on the true value, ms
+    high: float
+    verdict: StaticVerdict
+    processes: int
+    requests: int
+
+    def text(self) -> str:
+        c, u = self.check, self.check.unit
+        return (
+            f"{c.name}: {self.verdict}: {self.actual:.2f} {u} [{self.low:.2f}, {self.high:.2f}] vs limit "
+            f"{c.limit:.2f} {u} (expected {c.expected:.2f} {u}; {self.requests} requests, {self.processes} process(es))"
+        )
+
+
+def judge_static(check: Check, samples: Sequence[Sequence[float]], noise: StaticNoise, z: float) -> StaticResult:
+    """Judge one timing check on its samples, one sequence per fresh process (attempt)."""
+    if check.kind not in TIMING_KINDS or not check.expected > 0:
+        raise ValueError(f"{check.name}: only timing checks with an expected value > 0 are judged statistically")
+    values = [float(x) for xs in samples for x in xs if math.isfinite(x) and x > 0]
+    if not values:
+        raise ValueError(f"{check.name}: no valid samples")
+    width = max(len(xs) for xs in samples)
+    logs = np.full((len(samples), width), np.nan)
+    for i, xs in enumerate(samples):
+        for j, x in enumerate(xs):
+            if math.isfinite(x) and x > 0:
+                logs[i, j] = math.log(x)
+    codes, low, high = static_codes(logs, _a(math.log(check.expected)), _a(math.log(check.limit)), noise, z)
+    return StaticResult(
+        check=check,
+        actual=float(np.median(values)),
+        low=check.expected * math.exp(float(low)),
+        high=check.expected * math.exp(float(high)),
+        verdict=STATIC_VERDICTS[int(codes)],
+        processes=sum(1 for xs in samples if any(math.isfinite(x) and x > 0 for x in xs)),
+        requests=len(values),
+    )
+
+
+def judge_scenario(
+    checks: Sequence[Check],
+    samples: Mapping[str, Sequence[Sequence[float]]],
+    policy: StaticPolicy | None = None,
+    *,
+    denoising: Collection[str] = frozenset({DENOISING_STAGE}),
+) -> list[StaticResult]:
+    """Every timing check with an expected value > 0 and samples (by check name), judged.
+
+    The rest stays with the limit engine: memory checks, unguarded checks (expected 0) and
+    missing measurements get their verdicts from :func:`pytest_diffperf.limits.judge`, and a
+    missing one must fail the scenario there; :func:`scenario_verdict` sees only these results.
+    """
+    policy = StaticPolicy() if policy is None else policy
+    judged = [c for c in checks if c.kind in TIMING_KINDS and c.expected > 0 and _has_values(samples.get(c.name))]
+    z = policy.z(len(judged))
+    return [judge_static(c, samples[c.name], policy.noise(c, denoising), z) for c in judged]
+
+
+def _a(x: float) -> FloatArray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def _has_values(samples: Sequence[Sequence[float]] | None) -> bool:
+    return samples is not None and any(math.isfinite(x) and x > 0 for xs in samples for x in xs)
+
+
+def scenario_verdict(results: Sequence[StaticResult]) -> StaticVerdict:
+    """``fail`` when a check fails, ``pass`` when every check passes, else ``inconclusive``."""
+    verdicts = {r.verdict for r in results}
+    if "fail" in verdicts:
+        return "fail"
+    return "pass" if verdicts == {"pass"} else "inconclusive"
+
+
+def remeasure(verdict: StaticVerdict, attempts: int, policy: StaticPolicy | None = None) -> bool:
+    """Whether to measure again on a fresh server: the pooled verdict is not a pass and attempts remain."""
+    policy = StaticPolicy() if policy is None else policy
+    if attempts < 1:
+        raise ValueError("remeasure is asked after at least one attempt")
+    return verdict != "pass" and attempts < policy.max_attempts

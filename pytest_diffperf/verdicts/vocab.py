@@ -1,0 +1,19 @@
+"""The vocabularies of verdicts, arms and request orders."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Verdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)  # index = the verdict code of the vectorised functions
+REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = range(4)
+
+StaticVerdict = Literal["pass", "fail", "inconclusive"]
+STATIC_VERDICTS: tuple[StaticVerdict, ...] = get_args(StaticVerdict)
+
+Arm = Literal["base", "candidate"]
+Order = tuple[Arm, Arm]
+BASE_FIRST: Order = ("base", "candidate")
+CANDIDATE_FIRST: Order = ("candidate", "base")
+
+StopReason = Literal["decisive", "budget"]

@@ -1,0 +1,207 @@
+"""A/B analysis and the adaptive run: verdicts, stage attribution, the scalar and vectorised paths agree."""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_diffperf.verdicts import ABDesign, ProcessPairSamples, VerdictPolicy, analyse, run
+from pytest_diffperf.verdicts.ab import judge
+from pytest_diffperf.verdicts.metrics import request_metrics
+from pytest_diffperf.verdicts.vocab import VERDICTS
+
+from .synth import FakePipeline
+
+DESIGN = ABDesign()
+
+
+def pair(base_ms: list[float], cand_ms: list[float], metric: str = "e2e") -> ProcessPairSamples:
+    return ProcessPairSamples([{metric: b} for b in base_ms], [{metric: c} for c in cand_ms])
+
+
+def test_exact_ratio_interval_and_verdict():
+    """Every request pair exactly +10 %: the ratio is 1.1 and the interval comes from the priors alone."""
+    pairs = [pair([100.0] * 4, [110.0] * 4), pair([200.0] * 4, [220.0] * 4)]
+    result = analyse(pairs, DESIGN)
+    e2e = result.metrics["e2e"]
+    assert e2e.ratio == pytest.approx(1.1)
+    assert (e2e.process_pairs, e2e.request_pairs) == (2, 8)
+    assert (e2e.base_ms, e2e.candidate_ms) == (150.0, 165.0)
+    within2 = 20 * 0.09**2 / (20 + 6)  # prior within pooled with the run's 0 on 8 - 2 degrees of freedom
+    v = 8 * (0.04**2 + math.pi / 2 * within2 / 4) / (8 + 1)  # offsets agree: s2 = 0
+    # the only gated metric here gets all of alpha = 1 %; look 2 of 10 spends (0.2**2 - 0.1**2) of it
+    z = NormalDist().inv_cdf(1 - 0.01 * (0.2**2 - 0.1**2))
+    assert e2e.se == pytest.approx(math.sqrt(v / 2))
+    assert e2e.low == pytest.approx(1.1 * math.exp(-z * e2e.se))
+    assert e2e.high == pytest.approx(1.1 * math.exp(z * e2e.se))
+    assert e2e.verdict == "inconclusive"  # [0.96, 1.25]: straddles the 10 % tolerance
+    assert result.verdict == "inconclusive"
+    assert result.requests == 16
+    big = analyse([pair([100.0] * 4, [150.0] * 4), pair([200.0] * 4, [300.0] * 4)], DESIGN)
+    assert big.verdict == "regressed"
+
+
+def test_identical_is_never_regressed_and_unchanged_once_precise():
+    pairs = [pair([100.0 + i] * 4, [100.0 + i] * 4) for i in range(10)]
+    result = analyse(pairs, DESIGN)
+    assert result.metrics["e2e"].ratio == 1.0
+    assert result.verdict == "unchanged"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(50, 5000), min_size=1, max_size=6), min_size=1, max_size=6),
+    st.floats(0.01, 100),
+)
+def test_identical_inputs_never_regressed_and_scale_free(values, scale):
+    pairs = [pair(v, v) for v in values]
+    result = analyse(pairs, DESIGN)
+    assert result.verdict in ("unchanged", "inconclusive")
+    assert result.metrics["e2e"].ratio == pytest.approx(1.0)
+    scaled = analyse([pair([x * scale for x in v], [x * scale for x in v]) for v in values], DESIGN)
+    assert scaled.verdict == result.verdict
+    assert scaled.metrics["e2e"].low == pytest.approx(result.metrics["e2e"].low)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.floats(50, 5000), st.floats(50, 5000)), min_size=1, max_size=6), min_size=1, max_size=6
+    ),
+    st.floats(0.01, 100),
+)
+def test_ratios_are_scale_invariant_and_antisymmetric(values, scale):
+    pairs = [pair([b for b, _ in v], [c for _, c in v]) for v in values]
+    scaled = [pair([b * scale for b, _ in v], [c * scale for _, c in v]) for v in values]
+    swapped = [pair([c for _, c in v], [b for b, _ in v]) for v in values]
+    a, s, w = (analyse(p, DESIGN).metrics["e2e"] for p in (pairs, scaled, swapped))
+    assert s.ratio == pytest.approx(a.ratio)
+    assert s.verdict == a.verdict
+    assert w.ratio == pytest.approx(1 / a.ratio)
+    assert w.verdict == {"regressed": "improved", "improved": "regressed"}.get(a.verdict, a.verdict)
+
+
+def test_missing_metric_on_one_side_leaves_the_pair_out():
+    base = [{"e2e": 100.0, "stage[X]": 5.0}, {"e2e": 100.0}]
+    cand = [{"e2e": 120.0}, {"e2e": 120.0, "stage[X]": 9.0}]
+    result = analyse([ProcessPairSamples(base, cand)], DESIGN)
+    assert result.metrics["stage[X]"].request_pairs == 0
+    assert math.isnan(result.metrics["stage[X]"].ratio)
+    assert result.metrics["stage[X]"].verdict == "inconclusive"
+    assert result.metrics["e2e"].request_pairs == 2
+
+
+def test_load_is_one_ratio_per_process_pair():
+    pairs = [ProcessPairSamples([{"e2e": 1.0}], [{"e2e": 1.0}], 4000.0, 4400.0 * (1 + i / 100)) for i in range(3)]
+    load = analyse(pairs, DESIGN).metrics["load"]
+    assert (load.process_pairs, load.request_pairs) == (3, 3)
+    assert load.ratio == pytest.approx(math.exp(np.mean([math.log(1.1 * (1 + i / 100)) for i in range(3)])))
+    assert not load.gated
+
+
+def test_length_mismatch():
+    with pytest.raises(ValueError, match="2 base requests but 1 candidate requests"):
+        ProcessPairSamples([{}, {}], [{}])
+
+
+def test_injected_denoise_regression_is_regressed_with_the_stage_named():
+    result = run(DESIGN, FakePipeline(seed=1, slowdown={"DenoisingStage": 1.3}))
+    assert result.verdict == "regressed"
+    assert result.attribution is not None
+    assert result.attribution.named == ("DenoisingStage",)
+    assert result.stop == "decisive"
+    text = result.text()
+    assert text.startswith("regressed: e2e +")
+    assert "DenoisingStage +" in text
+    assert "explains" in text
+
+
+def test_injected_decode_regression_names_decode():
+    policy = VerdictPolicy()
+    result = run(
+        ABDesign(request_pairs=4, max_process_pairs=10), FakePipeline(seed=2, slowdown={"DecodingStage": 3.0}), policy
+    )
+    assert result.verdict == "regressed"
+    assert result.attribution is not None
+    assert result.attribution.named[0] == "DecodingStage"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_identical_builds_are_never_regressed(seed):
+    result = run(DESIGN, FakePipeline(seed=100 + seed))
+    assert result.verdict != "regressed"
+    assert result.process_pairs <= DESIGN.process_pair_budget
+
+
+def test_inconclusive_is_reachable_and_reported():
+    """A change near the tolerance, budget spent: neither ruled in nor out, and said so."""
+    design = ABDesign(request_pairs=3, max_process_pairs=2, max_requests=12)
+    result = run(design, lambda i, o, s: pair([100.0, 102.0, 98.0], [110.0, 112.0, 108.0]))
+    assert result.verdict == "inconclusive"
+    assert (result.stop, result.process_pairs, result.requests) == ("budget", 2, 12)
+    assert result.text().startswith("inconclusive: e2e +10.0 % [")
+    assert result.text().endswith("(2 process pair(s), 12 requests, stopped: budget)")
+
+
+def test_run_uses_the_design_schedule():
+    seen = []
+
+    def measure(index, orders, start):
+        seen.append((index, orders, start))
+        return FakePipeline(seed=index)(index, orders, start)
+
+    design = ABDesign(request_pairs=3, max_process_pairs=2, max_requests=12, seed=7)
+    run(design, measure)
+    assert [s[0] for s in seen] == list(range(len(seen)))
+    assert all(orders == design.orders(i) and start == design.start_order(i) for i, orders, start in seen)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_run_agrees_with_the_vectorised_path(seed):
+    """The benchmark's path (judge over look prefixes + stop_looks) gives run()'s verdict and stop."""
+    design = ABDesign(request_pairs=3, max_process_pairs=5, max_requests=30)
+    fake = FakePipeline(seed=seed, slowdown={"DenoisingStage": 1.12})
+    pairs = [fake(i, design.orders(i), design.start_order(i)) for i in range(design.process_pair_budget)]
+    replay = iter(pairs)
+    result = run(design, lambda i, o, s: next(replay))
+    names = sorted(pairs[0].base[0])
+    logs = {
+        n: np.array([[math.log(c[n] / b[n]) for b, c in zip(p.base, p.candidate, strict=True)] for p in pairs])
+        for n in names
+    }
+    logs["load"] = np.array([[math.log(p.candidate_load_ms / p.base_load_ms)] for p in pairs])
+    codes = np.array(
+        [[judge({n: d[: k + 1] for n, d in logs.items()}, VerdictPolicy(), design).scenario for k in range(5)]]
+    )
+    stop, final = design.stop_looks(codes.astype(np.int8))
+    assert (int(stop[0]), VERDICTS[int(final[0])]) == (result.process_pairs, result.verdict)
+
+
+def test_metric_text():
+    pairs = [pair([100.0] * 4, [100.0] * 4, "stage[DecodingStage]")] * 2
+    text = analyse(pairs, DESIGN).metrics["stage[DecodingStage]"].text()
+    assert text.startswith("DecodingStage +0.0 % [")
+    assert "tolerance 50%, not gated; 100.00 -> 100.00 ms" in text
+
+
+def test_request_metrics_names():
+    m = request_metrics(400.0, {"DenoisingStage": 300.0}, [10.0, 20.0, 30.0])
+    assert m == {"e2e": 400.0, "stage[DenoisingStage]": 300.0, "avg_denoise": 20.0, "median_denoise": 20.0}
+
+
+def test_a_run_noisier_than_its_prior_is_flagged():
+    rng = np.random.default_rng(0)
+    noisy = [pair(list(100 * rng.lognormal(0, 0.3, 8)), list(100 * rng.lognormal(0, 0.3, 8))) for _ in range(2)]
+    result = analyse(noisy, DESIGN)
+    e2e = result.metrics["e2e"]
+    assert e2e.noisier_than_prior
+    assert e2e.within > 1.5 * e2e.within_prior
+    assert "e2e noisier than calibrated (within " in result.text()
+    quiet = [pair(list(100 * rng.lognormal(0, 0.02, 8)), list(100 * rng.lognormal(0, 0.02, 8))) for _ in range(2)]
+    assert not analyse(quiet, DESIGN).metrics["e2e"].noisier_than_prior
+    assert "noisier" not in analyse(quiet, DESIGN).text()

@@ -1,0 +1,64 @@
+"""Metric names, per-request metrics from perf-log records, and the policy's spec per metric."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.protocol import PerfRecord
+from pytest_diffperf.verdicts.metrics import MetricSpec, VerdictPolicy, record_metrics, stage_of
+from pytest_diffperf.verdicts.noise import Noise
+
+
+def test_stage_of():
+    assert stage_of("stage[DenoisingStage]") == "DenoisingStage"
+    assert stage_of("e2e") is None
+    assert stage_of("step[3]") is None
+
+
+def test_record_metrics_reads_a_perf_log_record():
+    record = PerfRecord.model_validate(
+        {
+            "request_id": "r1",
+            "stages": [
+                {"name": "TextEncodingStage", "execution_time_ms": 9.0},
+                {"name": "DenoisingStage", "execution_time_ms": 300.0},
+                {"name": "DenoisingStage", "execution_time_ms": 310.0},
+            ],
+            "steps": [10.0, 20.0, 60.0],
+            "total_duration_ms": 400.0,
+        }
+    )
+    m = record_metrics(record)
+    assert m == {
+        "e2e": 400.0,
+        "stage[TextEncodingStage]": 9.0,
+        "stage[DenoisingStage]": 310.0,  # logged twice: the last time, as the limit engine reads it
+        "avg_denoise": 30.0,
+        "median_denoise": 20.0,
+    }
+    assert record_metrics(record, e2e_ms=420.0)["e2e"] == 420.0
+
+
+def test_policy_routes_metrics():
+    p = VerdictPolicy()
+    assert p.spec("e2e") is p.e2e
+    assert p.e2e.gated
+    assert p.spec("stage[DenoisingStage]") is p.denoising_stage
+    assert p.denoising_stage.gated
+    assert p.spec("stage[MyDenoise]", denoising={"MyDenoise"}) is p.denoising_stage
+    assert p.spec("stage[DecodingStage]") is p.stage
+    assert not p.stage.gated
+    assert p.spec("median_denoise") is p.denoise_agg
+    assert p.spec("load") is p.load
+    special = MetricSpec("stage", 1.5, Noise(0.1, 0.1), weight=0.1)
+    assert VerdictPolicy(overrides={"stage[DecodingStage]": special}).spec("stage[DecodingStage]") is special
+    with pytest.raises(ValueError, match="unknown metric 'bogus'"):
+        p.spec("bogus")
+
+
+def test_spec_errors():
+    with pytest.raises(DiffperfError, match="e2e metric: weight: expected a weight >= 0, got -1"):
+        MetricSpec("e2e", 0.1, Noise(0.04, 0.09), weight=-1)
+    with pytest.raises(DiffperfError, match="stage metric: floor: expected 0 <= floor < tolerance"):
+        MetricSpec("stage", 0.1, Noise(0.04, 0.09), floor=0.2)

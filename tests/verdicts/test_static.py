@@ -1,0 +1,169 @@
+"""Static mode: the limit formula with the run's noise, pass / fail / inconclusive, and the re-measure rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_diffperf.baselines import Scenario, Tolerances
+from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.limits import Check, get_preset, limit, plan_checks
+from pytest_diffperf.verdicts.static import (
+    StaticNoise,
+    StaticPolicy,
+    judge_scenario,
+    judge_static,
+    remeasure,
+    scenario_verdict,
+)
+
+NOISE = StaticNoise(baseline=0.1, process=0.1, within=0.1, process_weight=8, within_weight=20)
+PR_TEST = Tolerances(e2e=0.25, denoise_stage=0.25, non_denoise_stage=0.8, denoise_step=0.3, denoise_agg=0.2)
+
+
+def e2e_check(expected: float = 100.0, rel: float = 0.25, pad: float = 20.0) -> Check:
+    return Check("e2e", "e2e", expected, rel, pad, limit(expected, rel, pad), "expected_e2e_ms")
+
+
+def se_one_process(n: int) -> float:
+    """The interval's se for one process of n identical requests under NOISE."""
+    within2 = 20 * 0.1**2 / (20 + n - 1)
+    return math.sqrt(0.1**2 + math.pi / 2 * within2 / n + 0.1**2)
+
+
+def test_hand_checked_fail_and_inconclusive():
+    """2x the baseline: log 2 - z * se above log(125 / 100) fails at z = 3, not at z = 3.5."""
+    se = se_one_process(10)
+    assert math.log(2) - 3 * se > math.log(1.25) > math.log(2) - 3.5 * se
+    result = judge_static(e2e_check(), [[200.0] * 10], NOISE, 3.0)
+    assert result.verdict == "fail"
+    assert result.low == pytest.approx(100 * math.exp(math.log(2) - 3 * se))
+    assert result.high == pytest.approx(100 * math.exp(math.log(2) + 3 * se))
+    assert (result.actual, result.processes, result.requests) == (200.0, 1, 10)
+    assert judge_static(e2e_check(), [[200.0] * 10], NOISE, 3.5).verdict == "inconclusive"
+
+
+def test_no_change_cannot_pass_a_tight_limit_on_a_noisy_machine():
+    """Exactly the baseline, but +25 % is within this machine's run-to-run noise: inconclusive, not pass."""
+    assert judge_static(e2e_check(), [[100.0] * 10], NOISE, 3.0).verdict == "inconclusive"
+    assert judge_static(e2e_check(rel=1.5), [[100.0] * 10], NOISE, 3.0).verdict == "pass"
+
+
+def test_the_limit_is_the_engines_formula():
+    """The pad wins over the relative tolerance on a small baseline: 10 ms + 20 ms pad."""
+    check = e2e_check(expected=10.0)
+    assert check.limit == 30.0
+    assert judge_static(check, [[10.0] * 10], NOISE, 3.0).verdict == "pass"  # log 3 is beyond 3 * se
+
+
+def test_re_measures_pool_and_tighten():
+    one = judge_static(e2e_check(), [[200.0] * 10], NOISE, 3.5)
+    three = judge_static(e2e_check(), [[200.0] * 10, [190.0] * 10, [210.0] * 10], NOISE, 3.5)
+    assert one.verdict == "inconclusive"
+    assert three.verdict == "fail"
+    assert three.processes == 3
+    assert three.requests == 30
+    assert (three.high - three.low) < (one.high - one.low)
+
+
+def test_invalid_samples_are_skipped_and_none_is_an_error():
+    result = judge_static(e2e_check(), [[200.0, math.nan, -1.0] + [200.0] * 8], NOISE, 3.0)
+    assert result.requests == 9
+    with pytest.raises(ValueError, match="e2e: no valid samples"):
+        judge_static(e2e_check(), [[math.nan]], NOISE, 3.0)
+    with pytest.raises(ValueError, match="only timing checks with an expected value > 0"):
+        judge_static(e2e_check(expected=0.0), [[1.0]], NOISE, 3.0)
+
+
+def scenario_and_checks() -> list[Check]:
+    scenario = Scenario(
+        stages_ms={"TextEncodingStage": 9.0, "DenoisingStage": 280.0, "DecodingStage": 100.0},
+        denoise_step_ms={str(i): 17.5 for i in range(16)},
+        expected_e2e_ms=400.0,
+        expected_avg_denoise_ms=17.5,
+        expected_median_denoise_ms=17.5,
+        runtime_peak_vram_mb=1000.0,
+    )
+    fractions = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    return plan_checks(
+        scenario, PR_TEST, get_preset("sglang"), step_fractions=fractions, is_video=False, num_frames=None
+    )
+
+
+def samples(factor: float, processes: int = 1) -> dict[str, list[list[float]]]:
+    rng = np.random.default_rng(0)
+    out: dict[str, list[list[float]]] = {}
+    for check in scenario_and_checks():
+        out[check.name] = [list(check.expected * factor * rng.lognormal(0, 0.05, size=10)) for _ in range(processes)]
+    return out
+
+
+def test_scenario_with_the_engines_checks():
+    checks = scenario_and_checks()
+    policy = StaticPolicy()
+    results = judge_scenario(checks, samples(3.0), policy)
+    timing = [c for c in checks if c.unit == "ms"]
+    assert [r.check.name for r in results] == [c.name for c in timing]  # memory checks stay deterministic
+    assert scenario_verdict(results) == "fail"
+    assert scenario_verdict(judge_scenario(checks, samples(1.0), policy)) == "inconclusive"
+    loose = StaticPolicy(
+        e2e=StaticNoise(0.01, 0.01, 0.05), denoise=StaticNoise(0.01, 0.01, 0.05), stage=StaticNoise(0.01, 0.01, 0.05)
+    )
+    assert scenario_verdict(judge_scenario(checks, samples(1.0), loose)) == "pass"
+    assert "e2e: fail: " in results[0].text()
+    assert "vs limit 500.00 ms" in results[0].text()
+
+
+def test_checks_without_samples_or_baseline_are_left_to_the_engine():
+    checks = scenario_and_checks()
+    partial = {"e2e": [[400.0] * 10]}
+    assert [r.check.name for r in judge_scenario(checks, partial)] == ["e2e"]
+    assert scenario_verdict([]) == "inconclusive"
+
+
+def test_z_splits_alpha_over_checks_and_attempts():
+    policy = StaticPolicy(alpha=0.01, max_attempts=3)
+    assert policy.z(14) == pytest.approx(3.4938, abs=1e-3)  # P(Z > z) = 1 % / (14 checks * 3 attempts)
+
+
+def test_noise_by_check_kind():
+    policy = StaticPolicy()
+    by_name = {c.name: policy.noise(c) for c in scenario_and_checks() if c.unit == "ms"}
+    assert by_name["e2e"] is policy.e2e
+    assert by_name["stage[DenoisingStage]"] is policy.denoise
+    assert by_name["step[3]"] is policy.denoise
+    assert by_name["stage[DecodingStage]"] is policy.stage
+    vram = next(c for c in scenario_and_checks() if c.unit == "MiB")
+    with pytest.raises(ValueError, match="deterministic"):
+        policy.noise(vram)
+
+
+def test_remeasure_rule():
+    policy = StaticPolicy(max_attempts=3)
+    assert remeasure("fail", 1, policy)
+    assert remeasure("inconclusive", 2, policy)
+    assert not remeasure("pass", 1, policy)
+    assert not remeasure("fail", 3, policy)
+    with pytest.raises(ValueError, match="at least one attempt"):
+        remeasure("fail", 0, policy)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_attempts": 0}, "static policy: max_attempts: expected an integer >= 1, got 0"),
+        ({"alpha": 2.0}, "verdict policy: alpha: expected 0 < alpha < 1, got 2.0"),
+    ],
+)
+def test_policy_errors(kwargs, message):
+    with pytest.raises(DiffperfError, match=message):
+        StaticPolicy(**kwargs)
+
+
+def test_noise_errors():
+    with pytest.raises(DiffperfError, match="noise prior: baseline: expected a finite number >= 0, got -1"):
+        StaticNoise(baseline=-1, process=0.1, within=0.1)
+    with pytest.raises(DiffperfError, match="noise prior: between: expected a finite number >= 0"):
+        StaticNoise(baseline=0.1, process=-0.1, within=0.1)
