@@ -74,8 +74,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_diffperf.baselines import Scenario, Tolerances
-from pytest_diffperf.limits import Check, get_preset, judge, limit, plan_checks, stage_name
+from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
+from pytest_diffperf.perf.limits import Check, get_preset, judge, limit, plan_checks, stage_name
 from pytest_diffperf.protocol import DENOISING_STAGE
 from pytest_diffperf.verdicts.ab import base_levels, noisier_than_prior
 from pytest_diffperf.verdicts.ab import judge as judge_ab
@@ -346,8 +346,8 @@ def baseline_checks(pool: Pool, base_p: np.ndarray, start: np.ndarray, tol: Tole
     steps = np.median(pool.steps[base_p[:, None], idx], axis=1)
     preset = get_preset("sglang")
 
-    def scenario(t: int) -> Scenario:
-        return Scenario(
+    def scenario(t: int) -> ScenarioBaseline:
+        return ScenarioBaseline(
             stages_ms={s: float(med[stage_name(s)][t]) for s in STAGES.values()},
             denoise_step_ms={str(i): float(steps[t, i]) for i in range(steps.shape[1])},
             expected_e2e_ms=float(med["e2e"][t]),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import DiffperfError
-from ..limits import stage_name
+from ..perf.limits import stage_name
 from ..protocol import DENOISING_STAGE, PerfRecord
 from .noise import Noise
 from .rules import check_band, look_alpha

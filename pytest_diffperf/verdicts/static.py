@@ -1,7 +1,7 @@
 """Static mode made honest: a stored baseline, the one limit formula, and the noise of the run.
 
 Without a base build the candidate is judged against ``limit = max(expected * (1 + rel),
-expected + pad)`` (:func:`pytest_diffperf.limits.limit`). One process's requests cannot show how
+expected + pad)`` (:func:`pytest_diffperf.perf.limits.limit`). One process's requests cannot show how
 far that process, or the run that stored the baseline, sits from the truth, so the interval on
 ``log(actual / expected)`` adds two priors to the run's own spread: the stored baseline's run offset
 (common to every re-measure) and the fresh process's offset (which re-measures average out). A
@@ -9,7 +9,7 @@ check then ``fail``s when the whole interval lies above the limit, ``pass``es wh
 below it, and is ``inconclusive`` when it straddles it. A check that does not pass is re-measured
 on a fresh server, pooled with what came before, within ``max_attempts`` (SGLang instead retries a
 failing test up to 6 times and keeps the first pass, which lets a real regression through).
-Memory checks do not jitter and stay deterministic (:func:`pytest_diffperf.limits.judge`).
+Memory checks do not jitter and stay deterministic (:func:`pytest_diffperf.perf.limits.judge`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DiffperfError
-from ..limits import Check
+from ..perf.limits import Check
 from ..protocol import DENOISING_STAGE
 from .interval import estimate
 from .noise import FloatArray, Noise
@@ -108,7 +108,7 @@ def static_codes(
     """Verdict codes (index into ``STATIC_VERDICTS``) and interval on ``log(true / expected)``.
 
     ``log_actual`` is shaped ``(..., processes, requests)`` (NaN: missing); ``log_expected`` and
-    ``log_limit`` (the limit from :func:`pytest_diffperf.limits.limit`) broadcast over ``...``.
+    ``log_limit`` (the limit from :func:`pytest_diffperf.perf.limits.limit`) broadcast over ``...``.
     The vectorised core (the benchmark's path).
     """
     log_expected = np.asarray(log_expected, dtype=np.float64)
@@ -177,7 +177,7 @@ def judge_scenario(
     """Every timing check with an expected value > 0 and samples (by check name), judged.
 
     The rest stays with the limit engine: memory checks, unguarded checks (expected 0) and
-    missing measurements get their verdicts from :func:`pytest_diffperf.limits.judge`, and a
+    missing measurements get their verdicts from :func:`pytest_diffperf.perf.limits.judge`, and a
     missing one must fail the scenario there; :func:`scenario_verdict` sees only these results.
     """
     policy = StaticPolicy() if policy is None else policy

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from pytest_diffperf.baselines import Scenario, Tolerances
+from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.limits import Check, get_preset, limit, plan_checks
+from pytest_diffperf.perf.limits import Check, get_preset, limit, plan_checks
 from pytest_diffperf.verdicts.static import (
     StaticNoise,
     StaticPolicy,
@@ -78,7 +78,7 @@ def test_invalid_samples_are_skipped_and_none_is_an_error():
 
 
 def scenario_and_checks() -> list[Check]:
-    scenario = Scenario(
+    scenario = ScenarioBaseline(
         stages_ms={"TextEncodingStage": 9.0, "DenoisingStage": 280.0, "DecodingStage": 100.0},
         denoise_step_ms={str(i): 17.5 for i in range(16)},
         expected_e2e_ms=400.0,
