@@ -48,7 +48,7 @@ class Case(BaseModel):
     height: PositiveInt | None = None
     num_frames: PositiveInt | None = None
     fps: PositiveInt | None = None  # sent for image-to-video tasks only (SGLang never sends it for text-to-video)
-    seconds: PositiveInt | None = None  # video duration (the server makes fps * seconds frames when num_frames is unset)
+    seconds: PositiveInt | None = None  # video length: the server makes fps * seconds frames without num_frames
     num_inference_steps: PositiveInt | None = None
     guidance_scale: float | None = None
     negative_prompt: str | None = None

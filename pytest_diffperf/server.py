@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -18,9 +19,16 @@ import requests
 from . import protocol
 from .devices import DEVICE_ENV_VARS
 
-FATAL_PATTERNS = ("Fatal Python error:", "Segmentation fault", "terminate called after throwing")
+FATAL_PATTERNS = (
+    "Fatal Python error:",
+    "Segmentation fault",
+    "terminate called after throwing",
+    "Aborted (core dumped)",
+)
 TAIL_LINES = 200
 PROGRESS_EVERY_S = 30.0
+HEALTH_POLL_S = 1.0  # as SGLang's harness polls /health
+PORT_TRIES = 100
 
 
 class ServerError(Exception):
@@ -36,7 +44,53 @@ def free_port(host: str = "127.0.0.1", ports: range | None = None) -> int:
             except OSError:
                 continue
             return sock.getsockname()[1]
-    raise ServerError(f"no free port on {host} in {ports.start}-{ports.stop - 1}")
+    raise ServerError(f"no free port on {host} in {_span(ports)}")
+
+
+@dataclass(frozen=True)
+class ServerPorts:
+    """A server's ports: HTTP (``http + 1`` is free too: SGLang's broker binds it), scheduler and master."""
+
+    http: int
+    scheduler: int
+    master: int
+
+
+def server_ports(host: str = "127.0.0.1", ports: range | None = None) -> ServerPorts:
+    """Free, distinct ports for one server, from ``ports`` (an xdist worker's range) or any the OS gives."""
+    for _ in range(PORT_TRIES):
+        http = free_port(host, ports)
+        if (ports is None or http + 1 in ports) and _is_free(host, http + 1):
+            break
+    else:
+        raise ServerError(
+            f"no free pair of ports (port, port + 1) on {host}" + (f" in {_span(ports)}" if ports else "")
+        )
+    taken = {http, http + 1}
+    chosen = []
+    for _ in range(2):
+        for _ in range(PORT_TRIES):
+            port = free_port(host, ports)
+            if port not in taken:
+                break
+        else:
+            raise ServerError(f"no free scheduler/master port on {host}" + (f" in {_span(ports)}" if ports else ""))
+        taken.add(port)
+        chosen.append(port)
+    return ServerPorts(http, chosen[0], chosen[1])
+
+
+def _is_free(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def _span(ports: range) -> str:
+    return f"{ports.start}-{ports.stop - 1}"
 
 
 class ServerProcess:
@@ -96,7 +150,7 @@ class ServerProcess:
             if now >= next_progress:
                 progress(f"diffperf: waiting for {self.base_url} ({now - start:.0f} s)")
                 next_progress += every
-            time.sleep(0.1)
+            time.sleep(HEALTH_POLL_S)
 
     def check_alive(self, when: str) -> None:
         if self.fatal:

@@ -92,5 +92,7 @@ def _summary(args: argparse.Namespace, data: dict) -> None:
 
 def _judged_on(source: str, hardware: str) -> bool:
     """Whether a scenario from baseline file ``source`` is judged on ``hardware`` (a fragment only on its platform)."""
-    fragment = next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS) if Path(source).as_posix().endswith(rel)), None)
+    fragment = next(
+        (p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True) if Path(source).as_posix().endswith(rel)), None
+    )
     return fragment is None or fragment == hardware

@@ -33,7 +33,9 @@ def case_file_data(
         "sglang_source": {
             "path": str(lists.source.gpu_cases),
             "hardware": lists.hardware,
-            "suites": list(suites) if suites else [s for s in caselist.DEFAULT_SUITES[lists.hardware] if s in lists.suites],
+            "suites": list(suites)
+            if suites
+            else [s for s in caselist.DEFAULT_SUITES[lists.hardware] if s in lists.suites],
             "loaded_with": lists.mode,
             "notes": list(lists.notes),
         },

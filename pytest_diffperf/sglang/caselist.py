@@ -64,7 +64,9 @@ FRAGMENT_FILES = ("ascend/perf_baselines_npu.json", "musa/perf_baselines_musa.js
 PLACEHOLDER_PRIMARY = {
     "scenarios": {},
     "sampling": {"step_fractions": [0.0]},
-    "tolerances": {"pr_test": dict.fromkeys(("e2e", "denoise_stage", "non_denoise_stage", "denoise_step", "denoise_agg"), 0)},
+    "tolerances": {
+        "pr_test": dict.fromkeys(("e2e", "denoise_stage", "non_denoise_stage", "denoise_step", "denoise_agg"), 0)
+    },
 }
 
 
@@ -114,9 +116,7 @@ class CaseLists:
         return list(chosen.values())
 
 
-def load(
-    source: Source, hardware: str | None = None, *, table: task_types.TaskTypeTable | None = None
-) -> CaseLists:
+def load(source: Source, hardware: str | None = None, *, table: task_types.TaskTypeTable | None = None) -> CaseLists:
     """Run SGLang's case files from ``source`` as on ``hardware`` (default h100, as SGLang's CI); every suite."""
     hardware = canonical_platform(hardware) if hardware else DEFAULT_GPU
     notes: list[str] = []
@@ -191,7 +191,9 @@ def _testcase_configs_path(server_dir: Path, hardware: str, tmp: Path, notes: li
         target = copy.parent / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel in missing:
-            target.write_text(json.dumps(PLACEHOLDER_PRIMARY if rel.startswith("perf_baselines/") else {"scenarios": {}}))
+            target.write_text(
+                json.dumps(PLACEHOLDER_PRIMARY if rel.startswith("perf_baselines/") else {"scenarios": {}})
+            )
         else:
             shutil.copyfile(server_dir / rel, target)
     return copy

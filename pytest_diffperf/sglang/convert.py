@@ -44,7 +44,12 @@ NOT_EXPRESSIBLE: dict[str, str] = {
 VIDEO_KINDS = frozenset(k for k, task in TASKS.items() if task.endswith("video"))
 DEFAULT_VIDEO_SECONDS = 4  # video_seconds = sampling_params.seconds or 4
 VIDEO_JOB_TIMEOUT_S = 1200.0  # SGLang waits this long for a video job
-LIFTED = {"seed": int, "num_inference_steps": int, "guidance_scale": (int, float), "negative_prompt": str}
+LIFTED: dict[str, type | tuple[type, ...]] = {
+    "seed": int,
+    "num_inference_steps": int,
+    "guidance_scale": (int, float),
+    "negative_prompt": str,
+}
 CASE_OUTPUT_FORMATS = ("png", "jpeg", "jpg")
 SIZE = re.compile(r"^(\d+)x(\d+)$")
 # SGLang checks a case may ask for that the plugin does not run (listed with the case). Not listed: the
@@ -108,7 +113,8 @@ def convert(tc: Any, suites: Sequence[str] = ()) -> Converted:
     extras = dict(sp.extras)
     for key, types in LIFTED.items():
         value = extras.get(key)
-        if isinstance(value, types) and not isinstance(value, bool) and not (key == "num_inference_steps" and value < 1):
+        fits = isinstance(value, types) and not isinstance(value, bool)
+        if fits and (key != "num_inference_steps" or int(value) >= 1):  # type: ignore[call-overload]
             case[key] = extras.pop(key)
 
     # SGLang's SGLANG_TEST_OUTPUT_SIZE override of output_size is a run-time knob, not part of the case.

@@ -77,7 +77,9 @@ def _installed(given: str) -> Source:
     for location in locations:
         if (Path(location).parent / SERVER_DIR / GPU_CASES).is_file():
             return Source(Path(location).parent, installed=True, given=given)
-    where = f" (found at {', '.join(locations)}, without {Path(*SERVER_DIR.parts[1:]) / GPU_CASES})" if locations else ""
+    where = (
+        f" (found at {', '.join(locations)}, without {Path(*SERVER_DIR.parts[1:]) / GPU_CASES})" if locations else ""
+    )
     raise DiffperfError(
         f"the sglang package is not installed{where}: pass a path to gpu_cases.py, an sglang checkout or an "
         "unpacked wheel instead",

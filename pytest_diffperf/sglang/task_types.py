@@ -48,7 +48,7 @@ class TaskTypeTable:
             return self.models["/".join(parts[-2:])]
         raise DiffperfError(
             f"no task type is known for model {model_path!r}: SGLang's registry reads it from the model hub, "
-            f"which pytest-diffperf does not use. Add the model under \"models\" in a JSON file "
+            f'which pytest-diffperf does not use. Add the model under "models" in a JSON file '
             f'({{"models": {{"{model_path}": "T2V"}}}}, one of {", ".join(TaskType.__args__)}) '  # type: ignore[attr-defined]
             f"and point ${TABLE_ENV} at it, or add it to {TABLE_PATH}",
             source=" + ".join(str(p) for p in self.sources) or None,
