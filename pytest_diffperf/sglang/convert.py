@@ -114,7 +114,7 @@ def convert(tc: Any, suites: Sequence[str] = ()) -> Converted:
     for key, types in LIFTED.items():
         value = extras.get(key)
         fits = isinstance(value, types) and not isinstance(value, bool)
-        if fits and (key != "num_inference_steps" or int(value) >= 1):  # type: ignore[call-overload]
+        if fits and (key != "num_inference_steps" or int(value or 0) >= 1):
             case[key] = extras.pop(key)
 
     # SGLang's SGLANG_TEST_OUTPUT_SIZE override of output_size is a run-time knob, not part of the case.
