@@ -150,14 +150,40 @@ def _real_import(hardware: str, notes: list[str]) -> dict[str, ModuleType] | Non
 def _with_standins(
     source: Source, hardware: str, table: task_types.TaskTypeTable, notes: list[str]
 ) -> dict[str, ModuleType]:
-    modules = standins.standin_modules(source.root, hardware, table=table)
+    loaded = load_with_standins(source, hardware, table=table, notes=notes)
+    return {kind: loaded[CASE_MODULES[kind][0]] for kind in _kinds(hardware)}
+
+
+def load_with_standins(
+    source: Source,
+    hardware: str,
+    *,
+    table: task_types.TaskTypeTable | None = None,
+    extra: Mapping[str, ModuleType] | None = None,
+    also: Sequence[str] = (),
+    notes: list[str] | None = None,
+) -> dict[str, ModuleType]:
+    """SGLang's files run with ``standins``: testcase_configs, the case files of ``hardware``, then ``also``.
+
+    ``also`` are more files under ``test/server`` (``"test_server_utils.py"``, ...), loaded as their
+    module names after the case files; ``extra`` adds stand-ins (see ``standins.standin_modules``).
+    Returns every module loaded, by module name.
+    """
+    notes = [] if notes is None else notes
+    modules = standins.standin_modules(source.root, hardware, table=table or task_types.load_table(), extra=extra)
     loaded: dict[str, ModuleType] = {}
-    with standins.installed(modules), contextlib.redirect_stdout(io.StringIO()), tempfile.TemporaryDirectory() as tmp:
+    with (
+        standins.installed(modules),
+        contextlib.redirect_stdout(io.StringIO()),
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         configs = _testcase_configs_path(source.server_dir, hardware, Path(tmp), notes)
-        _run(f"{SERVER}.testcase_configs", configs, source.server_dir / "testcase_configs.py")
-        for kind in _kinds(hardware):
-            name, rel = CASE_MODULES[kind]
-            loaded[kind] = _run(name, source.server_dir / rel, source.server_dir / rel)
+        name = f"{SERVER}.testcase_configs"
+        loaded[name] = _run(name, configs, source.server_dir / "testcase_configs.py")
+        files = [CASE_MODULES[kind] for kind in _kinds(hardware)]
+        files += [(f"{SERVER}.{Path(rel).with_suffix('').as_posix().replace('/', '.')}", Path(rel)) for rel in also]
+        for name, rel in files:
+            loaded[name] = _run(name, source.server_dir / rel, source.server_dir / rel)
     return loaded
 
 

@@ -122,7 +122,7 @@ def convert(tc: Any, suites: Sequence[str] = ()) -> Converted:
     match = SIZE.match(size)
     if match:
         case["width"], case["height"] = int(match.group(1)), int(match.group(2))
-    else:
+    elif kind != "generate_image_edit":  # openai's multipart encoding drops an empty string: edits send no size
         extra["size"] = size
 
     if kind in VIDEO_KINDS:

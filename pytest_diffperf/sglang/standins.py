@@ -12,8 +12,9 @@ again, and nothing imported before is replaced for longer than the block. The lo
 working after the block (their globals hold what they imported).
 
 Reuse (for example a loader of SGLang's harness modules): ``standin_modules(root, hardware,
-extra={...})`` returns the stand-ins, with ``extra`` added or replacing any of them; ``installed``
-installs any such mapping.
+extra={...})`` returns the stand-ins, with ``extra`` added or replacing any of them (``module`` and
+``absent_module`` make more); ``installed`` installs any such mapping, and
+``caselist.load_with_standins`` loads further SGLang files next to the case files.
 """
 
 from __future__ import annotations
@@ -134,14 +135,14 @@ def standin_modules(
     pkg = package_dir(root)
     for name in PACKAGES:
         folder = pkg.joinpath(*name.split(".")[1:])
-        module = _module(name, __path__=[str(folder)], __file__=str(folder / "__init__.py"))
-        module.__package__ = name
-        modules[name] = module
+        package = module(name, __path__=[str(folder)], __file__=str(folder / "__init__.py"))
+        package.__package__ = name
+        modules[name] = package
 
     platform = PlatformStandIn.for_hardware(hardware)
-    modules[f"{MG}.runtime.platforms"] = _module(f"{MG}.runtime.platforms", current_platform=platform)
+    modules[f"{MG}.runtime.platforms"] = module(f"{MG}.runtime.platforms", current_platform=platform)
     modules[f"{MG}.envs"] = _env_module(f"{MG}.envs", SGLANG_DIFFUSION_STAGE_LOGGING=True)
-    modules[f"{MG}.runtime.utils.logging_utils"] = _module(
+    modules[f"{MG}.runtime.utils.logging_utils"] = module(
         f"{MG}.runtime.utils.logging_utils",
         init_logger=logging.getLogger,
         globally_suppress_loggers=lambda *_a, **_k: None,
@@ -150,34 +151,34 @@ def standin_modules(
         CYAN="",
         RESET="",
     )
-    modules[f"{MG}.runtime.utils.common"] = _module(f"{MG}.runtime.utils.common", get_bool_env_var=_bool_env)
-    modules[f"{MG}.runtime.observability.metrics"] = _module(
+    modules[f"{MG}.runtime.utils.common"] = module(f"{MG}.runtime.utils.common", get_bool_env_var=_bool_env)
+    modules[f"{MG}.runtime.observability.metrics"] = module(
         f"{MG}.runtime.observability.metrics", get_metrics=lambda *_a, **_k: None
     )
     modules[f"{MG}.configs.pipeline_configs.base"] = _lazy_module(
         f"{MG}.configs.pipeline_configs.base", {"ModelTaskType": _model_task_type}
     )
-    modules[f"{MG}.configs.sample.sampling_params"] = _module(
+    modules[f"{MG}.configs.sample.sampling_params"] = module(
         f"{MG}.configs.sample.sampling_params", normalize_quality=_normalize_quality
     )
-    modules[f"{MG}.registry"] = _module(
+    modules[f"{MG}.registry"] = module(
         f"{MG}.registry",
         get_model_info=lambda model_path: _model_info(table.task_type(model_path)),
         get_pipeline_config_classes=lambda name: _pipeline_classes(table.pipeline_task_type(name)),
     )
-    modules["sglang.srt.environ"] = _module("sglang.srt.environ", envs=_SrtEnvs())
+    modules["sglang.srt.environ"] = module("sglang.srt.environ", envs=_SrtEnvs())
 
     for name in ALWAYS_STOOD_IN:
-        modules[name] = _absent_module(name)
+        modules[name] = absent_module(name)
     modules["huggingface_hub"].snapshot_download = _snapshot_download  # type: ignore[attr-defined]
     for name in OPTIONAL_THIRD_PARTY:
         if not _importable(name):
-            modules[name] = _absent_module(name)
+            modules[name] = absent_module(name)
     if "dateutil.tz" in modules:
         from datetime import timezone
 
         modules["dateutil.tz"].UTC = timezone.utc  # type: ignore[attr-defined]
-        modules.setdefault("dateutil", _module("dateutil")).tz = modules["dateutil.tz"]  # type: ignore[attr-defined]
+        modules.setdefault("dateutil", module("dateutil")).tz = modules["dateutil.tz"]  # type: ignore[attr-defined]
 
     modules.update(extra or {})
     return modules
@@ -208,25 +209,29 @@ def load_source_module(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise DiffperfError("cannot load as a Python module", source=str(path))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[name] = loaded
+    spec.loader.exec_module(loaded)
+    return loaded
 
 
 def _is_sglang(name: str) -> bool:
     return name == "sglang" or name.startswith("sglang.")
 
 
-def _module(name: str, **attrs: Any) -> ModuleType:
-    module = ModuleType(name, f"pytest-diffperf stand-in for {name}")
-    module.__dict__.update(attrs)
-    return module
+def module(name: str, **attrs: Any) -> ModuleType:
+    """A stand-in module ``name`` holding ``attrs``."""
+    made = ModuleType(name, f"pytest-diffperf stand-in for {name}")
+    made.__dict__.update(attrs)
+    return made
 
 
-def _absent_module(name: str) -> ModuleType:
-    """A module that is not there: any attribute exists (annotations and defaults need it) but fails when used."""
-    module = _module(name)
+def absent_module(name: str) -> ModuleType:
+    """A module that is not there: any attribute exists (annotations and defaults need it) but fails when used.
+
+    It is also a package (an empty ``__path__``), so stand-ins for its submodules can be installed.
+    """
+    made = module(name)
 
     def __getattr__(attr: str) -> Any:
         if attr.startswith("__"):
@@ -237,34 +242,35 @@ def _absent_module(name: str) -> ModuleType:
 
         return type(attr, (), {"__new__": absent, "__call__": absent})
 
-    module.__getattr__ = __getattr__  # type: ignore[method-assign]
-    return module
+    made.__path__ = []
+    made.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return made
 
 
 def _lazy_module(name: str, getters: Mapping[str, Callable[[], Any]]) -> ModuleType:
     """A module whose attributes are computed when first read (after the real modules they come from load)."""
-    module = _module(name)
+    made = module(name)
 
     def __getattr__(attr: str) -> Any:
         if attr in getters:
             return getters[attr]()
         raise AttributeError(f"module {name!r} (a pytest-diffperf stand-in) has no attribute {attr!r}")
 
-    module.__getattr__ = __getattr__  # type: ignore[method-assign]
-    return module
+    made.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return made
 
 
 def _env_module(name: str, **fixed: Any) -> ModuleType:
     """``sglang.multimodal_gen.envs``: the flags given, else the environment variable of that name."""
-    module = _module(name, **fixed)
+    made = module(name, **fixed)
 
     def __getattr__(attr: str) -> Any:
         if attr.startswith("SGLANG_"):
             return os.environ.get(attr)
         raise AttributeError(attr)
 
-    module.__getattr__ = __getattr__  # type: ignore[method-assign]
-    return module
+    made.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return made
 
 
 def _model_task_type() -> Any:
