@@ -37,9 +37,7 @@ def sglang_command(harness, monkeypatch, tmp_path):
         spawned.append((command, kwargs["env"]))
         raise Spawned
 
-    monkeypatch.setattr(
-        harness.utils, "subprocess", SimpleNamespace(Popen=popen, PIPE=-1, STDOUT=-2), raising=True
-    )
+    monkeypatch.setattr(harness.utils, "subprocess", SimpleNamespace(Popen=popen, PIPE=-1, STDOUT=-2), raising=True)
     fixture = harness.common.diffusion_server._get_wrapped_function()
 
     def run(tc) -> tuple[list[str], dict[str, str]]:
@@ -83,7 +81,8 @@ def test_every_converted_h100_case_starts_the_command_and_env_sglang_starts(h100
 def test_cache_dit_and_env_vars_reach_the_server_environment(h100_file, sglang_cases, sglang_command):
     cases = {c.id: c for c in h100_file.cases}
     _, env = sglang_command(sglang_cases["wan2_1_t2v_1_3b_cache_dit_sp_only_2gpu"])
-    assert env["SGLANG_CACHE_DIT_ENABLED"] == "true" and env["SGLANG_CACHE_DIT_WARMUP"] == "2"
+    assert env["SGLANG_CACHE_DIT_ENABLED"] == "true"
+    assert env["SGLANG_CACHE_DIT_WARMUP"] == "2"
     spec = ServerSpec.for_case(cases["wan2_1_t2v_1_3b_cache_dit_sp_only_2gpu"], "sglang")
     assert {"SGLANG_CACHE_DIT_ENABLED": "true", "SGLANG_CACHE_DIT_WARMUP": "2"}.items() <= Launcher().env(
         spec, perf_dir="/p"

@@ -66,9 +66,10 @@ def capture(harness, input_image, monkeypatch):
             seen.append(decode(prepared.path_url, prepared.headers["Content-Type"], prepared.body))
             raise Captured
 
-        with pytest.MonkeyPatch.context() as patch, pytest.raises(Captured):
+        with pytest.MonkeyPatch.context() as patch:
             patch.setattr(requests, "post", post)
-            client.generate("http://127.0.0.1:9", case, timeout=5)
+            with pytest.raises(Captured):
+                client.generate("http://127.0.0.1:9", case, timeout=5)
         return seen[0]
 
     return sglang_body, plugin_body
@@ -101,9 +102,12 @@ def test_the_comparison_sees_each_field_that_changes_the_workload(h100_file, sgl
     cases = {c.id: c for c in h100_file.cases}
     _, wan = sglang_body(sglang_cases["wan2_1_t2v_1.3b"])
     model = cases["wan2_1_t2v_1.3b"].model
-    assert wan == Body("/v1/videos", {"model": model, "prompt": "A curious raccoon", "seconds": 1, "size": "", "quality": "exact"})
+    assert wan == Body(
+        "/v1/videos", {"model": model, "prompt": "A curious raccoon", "seconds": 1, "size": "", "quality": "exact"}
+    )
     _, sana = sglang_body(sglang_cases["sana_video_2b_t2v"])
-    assert "fps" not in sana.fields and plugin_body(cases["sana_video_2b_t2v"].model_copy(update={"fps": 16})) == sana
+    assert "fps" not in sana.fields
+    assert plugin_body(cases["sana_video_2b_t2v"].model_copy(update={"fps": 16})) == sana
     for case_id, change in [
         ("wan2_1_t2v_1.3b", {"seconds": None}),  # the server would make 4 s x 24 fps
         ("qwen_image_t2i", {"sglang_request_extra": {}}),  # no quality pin
@@ -135,7 +139,9 @@ def test_multipart_fields_are_json_the_way_the_servers_form_parsers_read_them(tm
         client.generate("http://127.0.0.1:9", case, timeout=5)
     fields = {k: v[1] for k, v in sent["files"].items() if v[0] is None}
     assert fields["cache_dit_params"] == '{"warmup": 2}'  # image_api.py: cache_dit_params: Json[dict]
-    assert fields["enable_teacache"] == "true" and fields["steps"] == "[1, 2]" and fields["n"] == "1"
+    assert fields["enable_teacache"] == "true"
+    assert fields["steps"] == "[1, 2]"
+    assert fields["n"] == "1"
     assert fields["prompt"] == "p"  # strings as they are
     assert sent["files"]["image"] == (input_image.name, input_image.read_bytes())
 
