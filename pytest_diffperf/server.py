@@ -130,7 +130,7 @@ class ServerProcess:
     def wait_ready(
         self, timeout: float, progress: Callable[[str], None] = lambda _msg: None, every: float = PROGRESS_EVERY_S
     ) -> None:
-        """Poll /health until 200; fail at once if the process exits or prints a fatal pattern.
+        """Poll /health (each second, as SGLang) until 200; fail at once if the process exits or prints a fatal pattern.
 
         ``progress`` receives a line every ``every`` seconds while waiting.
         """
@@ -150,7 +150,7 @@ class ServerProcess:
             if now >= next_progress:
                 progress(f"diffperf: waiting for {self.base_url} ({now - start:.0f} s)")
                 next_progress += every
-            time.sleep(HEALTH_POLL_S)
+            time.sleep(max(0.0, min(HEALTH_POLL_S, next_progress - now, start + timeout - now) + 0.01))
 
     def check_alive(self, when: str) -> None:
         if self.fatal:
