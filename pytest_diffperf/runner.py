@@ -79,9 +79,9 @@ def measure(
         what = f"warmup request {n + 1}"
         output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, what)
         if launcher.writes_perf_log and on_missing_record is None:
-            record = _record(server, output, what)
-            if not record.total_duration_ms > 0:
-                raise RequestError(server.describe(f"logged total_duration_ms {record.total_duration_ms} for {what}"))
+            warmup = _record(server, output, what)
+            if not warmup.total_duration_ms > 0:
+                raise RequestError(server.describe(f"logged total_duration_ms {warmup.total_duration_ms} for {what}"))
     samples = []
     for index in range(case.perf_repeat_requests):
         started = time.perf_counter()

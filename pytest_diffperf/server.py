@@ -44,7 +44,7 @@ def free_port(host: str = "127.0.0.1", ports: range | None = None) -> int:
             except OSError:
                 continue
             return sock.getsockname()[1]
-    raise ServerError(f"no free port on {host} in {_span(ports)}")
+    raise ServerError(f"no free port on {host} in {_span(ports)}" if ports else f"no free port on {host}")
 
 
 @dataclass(frozen=True)
