@@ -1,11 +1,14 @@
-"""Case definitions: a superset of SGLang's nightly ``comparison_configs.json``.
+"""Case definitions: a superset of SGLang's nightly ``comparison_configs.json``, or SGLang's own case lists.
 
 One file drives both the pytest scenarios and ``diffperf compare``. SGLang's keys are read as
 they are; the test-only keys (``run_perf_check``, ``perf_repeat_requests``, ...) are ours.
+SGLang's Python case lists (``gpu_cases.py``, a checkout or wheel holding it, or ``sglang`` for the
+installed package) are read too, converted by ``pytest_diffperf.sglang`` (docs/sglang.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +23,8 @@ from pydantic import (
 
 from .errors import DiffperfError
 from ._util.jsonfile import read_json_object, validate
+from .sglang.casefile import case_file_data
+from .sglang.source import is_sglang_source
 
 VIDEO_TASKS = ("text-to-video", "image-to-video", "text-image-to-video")
 Task = Literal["text-to-image", "image-edit", "text-to-video", "image-to-video", "text-image-to-video"]
@@ -42,14 +47,15 @@ class Case(BaseModel):
     width: PositiveInt | None = None
     height: PositiveInt | None = None
     num_frames: PositiveInt | None = None
-    fps: PositiveInt | None = None
+    fps: PositiveInt | None = None  # sent for image-to-video tasks only (SGLang never sends it for text-to-video)
+    seconds: PositiveInt | None = None  # video length: the server makes fps * seconds frames without num_frames
     num_inference_steps: PositiveInt | None = None
     guidance_scale: float | None = None
     negative_prompt: str | None = None
     seed: int | None = None
     num_gpus: PositiveInt = 1
-    output_format: Literal["png", "jpeg", "jpg"] | None = None
-    reference_image: bool | str | None = None
+    output_format: Literal["png", "jpeg", "jpg"] | None = None  # unset: the server's default (JPEG on SGLang)
+    reference_image: bool | str | None = None  # a local file or an http(s) URL (downloaded once per session)
     sglang_request_extra: dict[str, Any] = Field(default_factory=dict)
     frameworks: dict[str, FrameworkEntry] = Field(default_factory=dict)
     # pytest-diffperf's own keys
@@ -68,16 +74,32 @@ class Case(BaseModel):
         return self.frameworks.get(launcher) or self.frameworks.get("sglang") or FrameworkEntry()
 
 
+class NotExpressible(BaseModel):
+    """A case of SGLang's lists the plugin cannot express yet, and why (collected and skipped with the reason)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    reason: str
+
+
 class CaseFile(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     measurement_repeats: PositiveInt = 3
     cases: list[Case]
+    not_expressible: list[NotExpressible] = Field(default_factory=list)
 
 
-def load_case_file(path: Path) -> CaseFile:
-    """Read and validate a case file (case ids must be unique)."""
-    parsed = validate(CaseFile, read_json_object(path), path, "")
+def load_case_file(path: Path, hardware: str | None = None, suites: Sequence[str] | None = None) -> CaseFile:
+    """Read and validate a case file (case ids must be unique).
+
+    ``path`` is a JSON case file, or SGLang's case lists: ``gpu_cases.py``, a folder holding it (a
+    checkout or unpacked wheel) or ``sglang`` (the installed package); those are read as on
+    ``hardware`` (default h100), for ``suites`` (default: the ones SGLang's CI runs there).
+    """
+    data = case_file_data(path, hardware, suites) if is_sglang_source(path) else read_json_object(path)
+    parsed = validate(CaseFile, data, path, "")
     seen: set[str] = set()
     for index, case in enumerate(parsed.cases):
         if case.id in seen:
@@ -86,6 +108,12 @@ def load_case_file(path: Path) -> CaseFile:
     return parsed
 
 
-def load_cases(path: Path) -> dict[str, Case]:
-    """Read and validate a case file; returns cases by id, in file order."""
-    return {case.id: case for case in load_case_file(path).cases}
+def load_cases(path: Path, hardware: str | None = None, suites: Sequence[str] | None = None) -> dict[str, Case]:
+    """Read and validate a case file (see ``load_case_file``); returns cases by id, in file order."""
+    return {case.id: case for case in load_case_file(path, hardware, suites).cases}
+
+
+def unmatched(case_ids: Sequence[str], scenario_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(scenarios without a case, cases without a scenario), each in its own order."""
+    cases, scenarios = set(case_ids), set(scenario_ids)
+    return [s for s in scenario_ids if s not in cases], [c for c in case_ids if c not in scenarios]

@@ -1,6 +1,6 @@
 """`diffperf` console script: one subcommand per module, each exposing ``register(subparsers)``.
 
-A subcommand's ``register`` adds its parser and sets ``func`` (taking the parsed args, returning
+A subcommand's module is its name with ``-`` as ``_``. Its ``register`` adds its parser and sets ``func`` (taking the parsed args, returning
 the exit code). User errors (``DiffperfError``) print one line on stderr and exit 2.
 """
 
@@ -12,14 +12,14 @@ import sys
 
 from .errors import DiffperfError
 
-SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "compare")
+SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "compare", "import-cases")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="diffperf", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
-        importlib.import_module(f"pytest_diffperf.commands.{name}").register(sub)
+        importlib.import_module(f"pytest_diffperf.commands.{name.replace('-', '_')}").register(sub)
     return parser
 
 

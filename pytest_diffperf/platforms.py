@@ -1,11 +1,15 @@
-"""Hardware platforms: names and aliases, where SGLang keeps each one's files, and its visible-devices variable."""
+"""Hardware platforms: names and aliases, where SGLang keeps each one's files, what it checks there, and its
+visible-devices variable."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .errors import DiffperfError
 
-# Canonical names: SGLang's GPU platform files, the NPU/MUSA fragments, our CPU reference server.
-PLATFORMS = ("h100", "b200", "5090", "xpu_b60", "npu", "musa", "cpu")
+# Canonical names: SGLang's GPU platform files, AMD (judged with the default GPU file), the NPU/MUSA
+# fragments, our CPU reference server.
+PLATFORMS = ("h100", "b200", "5090", "xpu_b60", "rocm", "npu", "musa", "cpu")
 
 # Matched after lower-casing and removing "_" and "-" (as SGLang does).
 _ALIASES = {
@@ -22,15 +26,35 @@ _ALIASES = {
     "bmg": "xpu_b60",
     "xpub60": "xpu_b60",
     "intelxpub60": "xpu_b60",  # SGLang's consistency-file name for the same platform
+    "rocm": "rocm",
+    "hip": "rocm",
+    "amd": "rocm",
     "npu": "npu",
     "ascend": "npu",
     "musa": "musa",
     "cpu": "cpu",
 }
 
-# SGLang runs NPU and MUSA machines against the default GPU file, with their fragment merged in.
+# SGLang runs NPU and MUSA machines against the default GPU file, with their fragment merged in,
+# and AMD machines against the default GPU file alone.
 DEFAULT_GPU = "h100"
 FRAGMENT_PLATFORMS = ("npu", "musa")
+DEFAULT_FILE_PLATFORMS = ("rocm", *FRAGMENT_PLATFORMS)
+
+# What SGLang's ``current_platform`` is on each platform: the device kind, and the CUDA architecture
+# flags its case lists branch on (``is_blackwell``, ``is_sm120``). The CPU reference server is none.
+DeviceKind = Literal["cuda", "hip", "npu", "musa", "xpu", "cpu"]
+DEVICE_KINDS: dict[str, DeviceKind] = {
+    "h100": "cuda",
+    "b200": "cuda",
+    "5090": "cuda",
+    "xpu_b60": "xpu",
+    "rocm": "hip",
+    "npu": "npu",
+    "musa": "musa",
+    "cpu": "cpu",
+}
+CUDA_ARCH_FLAGS: dict[str, frozenset[str]] = {"b200": frozenset({"blackwell"}), "5090": frozenset({"sm120"})}
 
 # Fragment files (only `metadata` and `scenarios`), relative to the folder that holds the
 # single `perf_baselines.json` or the `perf_baselines/` folder.
@@ -52,13 +76,31 @@ def canonical_platform(name: str) -> str:
 def baseline_file_stem(platform: str) -> str:
     """Stem of the `perf_baselines/<stem>.json` file a platform is checked against."""
     canonical = canonical_platform(platform)
-    return DEFAULT_GPU if canonical in FRAGMENT_PLATFORMS else canonical
+    return DEFAULT_GPU if canonical in DEFAULT_FILE_PLATFORMS else canonical
 
 
 def threshold_file_stems(platform: str) -> tuple[str, ...]:
     """Candidate stems of `consistency_thresholds/<stem>.json` for a platform, in order."""
     canonical = canonical_platform(platform)
-    return ("xpu_b60", "intel_xpu_b60") if canonical == "xpu_b60" else (canonical,)
+    if canonical == "xpu_b60":
+        return ("xpu_b60", "intel_xpu_b60")
+    return (DEFAULT_GPU,) if canonical == "rocm" else (canonical,)
+
+
+def device_kind(platform: str) -> DeviceKind:
+    """SGLang's device kind on a platform (what ``current_platform.is_cuda()`` and its siblings answer)."""
+    return DEVICE_KINDS[canonical_platform(platform)]
+
+
+def checks_vram(platform: str) -> bool:
+    """Whether VRAM is judged there: SGLang checks it only on CUDA, the only platform whose server writes it."""
+    return device_kind(platform) == "cuda"
+
+
+def checks_host_anon(platform: str) -> bool:
+    """Whether anonymous host memory is judged there: with VRAM on CUDA, and on the CPU reference server."""
+    return device_kind(platform) in ("cuda", "cpu")
+
 
 
 # Each platform's visible-devices variable (CUDA's for the GPU platforms and the CPU).

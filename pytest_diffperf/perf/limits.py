@@ -130,11 +130,15 @@ def plan_checks(
     num_steps: int | None = None,
     denoising_stages: Collection[str] = frozenset({DENOISING_STAGE}),
     memory: Mapping[str, float] | None = None,
+    vram: bool = True,
+    host_anon: bool = True,
 ) -> list[Check]:
     """Every check the engine makes for a scenario.
 
     ``num_steps`` is the measured step count (default: the baseline's highest index + 1);
-    ``memory`` the measured memory figures (None: plan as if all were measured).
+    ``memory`` the measured memory figures (None: plan as if all were measured). ``vram`` and
+    ``host_anon`` say whether the platform's memory figures are judged at all
+    (``platforms.checks_vram``/``checks_host_anon``: SGLang judges memory only on CUDA).
     """
     tt = scenario.timing_tolerance
 
@@ -179,11 +183,13 @@ def plan_checks(
         key = f"stages_ms.{PER_FRAME_STAGE}"
         add("per_frame", "per_frame", per_frame, timing(tol.denoise_stage), preset.pad_ms, key)
 
-    _plan_memory(scenario, tol, preset, memory, add)
+    _plan_memory(scenario, tol, preset, memory, add, vram=vram, host_anon=host_anon)
     return checks
 
 
-def _plan_memory(scenario: ScenarioBaseline, tol: Tolerances, preset: Preset, memory, add) -> None:
+def _plan_memory(
+    scenario: ScenarioBaseline, tol: Tolerances, preset: Preset, memory, add, *, vram: bool, host_anon: bool
+) -> None:
     """VRAM (allocated when the baseline and measurement have it, else reserved), warmup, host."""
 
     def measured(key: str) -> bool:
@@ -193,14 +199,14 @@ def _plan_memory(scenario: ScenarioBaseline, tol: Tolerances, preset: Preset, me
         "load": preset.load_peak_vram_rel if tol.load_peak_vram is None else tol.load_peak_vram,
         "runtime": preset.runtime_peak_vram_rel if tol.runtime_peak_vram is None else tol.runtime_peak_vram,
     }
-    for phase, rel in vram_rels.items():
+    for phase, rel in vram_rels.items() if vram else ():
         allocated, reserved = f"{phase}_peak_allocated_mb", f"{phase}_peak_vram_mb"
         expected_alloc, expected_reserved = getattr(scenario, allocated), getattr(scenario, reserved)
         if expected_alloc is not None and (measured(allocated) or expected_reserved is None):
             add(allocated, "vram", expected_alloc, rel, preset.vram_pad_mb, allocated, "MiB")
         elif expected_reserved is not None:
             add(reserved, "vram", expected_reserved, rel, preset.vram_pad_mb, reserved, "MiB")
-    if scenario.warmup_peak_vram_mb is not None and measured("warmup_peak_vram_mb"):
+    if vram and scenario.warmup_peak_vram_mb is not None and measured("warmup_peak_vram_mb"):
         rel = vram_rels["runtime"]
         add(
             "warmup_peak_vram_mb",
@@ -211,7 +217,7 @@ def _plan_memory(scenario: ScenarioBaseline, tol: Tolerances, preset: Preset, me
             "warmup_peak_vram_mb",
             "MiB",
         )
-    if measured("runtime_peak_host_anon_mb"):
+    if host_anon and measured("runtime_peak_host_anon_mb"):
         rel = preset.host_anon_rel if tol.host_anon is None else tol.host_anon
         for key in ("load_peak_host_anon_mb", "runtime_peak_host_anon_mb"):
             expected = getattr(scenario, key)
@@ -245,8 +251,11 @@ def evaluate(
     preset: Preset,
     *,
     step_fractions: Sequence[float],
+    vram: bool = True,
+    host_anon: bool = True,
 ) -> list[CheckResult]:
-    """Every check of the scenario against the measurement, with its verdict."""
+    """Every check of the scenario against the measurement, with its verdict (``vram``/``host_anon``: see
+    ``plan_checks``)."""
     values = measured_values(measurement, preset)
     checks = plan_checks(
         scenario,
@@ -258,6 +267,8 @@ def evaluate(
         num_steps=max((len(s) for s in measurement.steps), default=0),
         denoising_stages=measurement.denoising_stages,
         memory={k: v for k, v in values.items() if k in measurement.memory},
+        vram=vram,
+        host_anon=host_anon,
     )
     return [judge(check, values.get(check.name)) for check in checks]
 

@@ -109,6 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--model-type", choices=("diffusion",), default="diffusion")
     serve.add_argument(
+        "--uvicorn-access-log-exclude-prefixes",
+        nargs="*",
+        default=[],
+        metavar="PREFIX",
+        help="leave requests whose path starts with one of these out of the access log",
+    )
+    serve.add_argument("--scheduler-port", type=int, help="accepted for sglang compatibility; no scheduler here")
+    serve.add_argument("--master-port", type=int, help="accepted for sglang compatibility; no distributed workers")
+    serve.add_argument(
         "--num-threads",
         type=_positive_int,
         default=None,
@@ -231,8 +240,22 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         flush=True,
     )
     config = uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=3)
+    if args.uvicorn_access_log_exclude_prefixes:
+        logging.getLogger("uvicorn.access").addFilter(_PathFilter(tuple(args.uvicorn_access_log_exclude_prefixes)))
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+class _PathFilter(logging.Filter):
+    """Drops uvicorn access-log records of paths starting with one of ``prefixes`` (args: client, method, path, ...)."""
+
+    def __init__(self, prefixes: tuple[str, ...]):
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (len(args) > 2 and str(args[2]).startswith(self.prefixes))
 
 
 def main(argv: list[str] | None = None) -> int:

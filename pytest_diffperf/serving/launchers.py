@@ -22,6 +22,10 @@ from . import client
 from .. import protocol
 from ..cases import Case
 from ..errors import DiffperfError
+from .process import ServerPorts
+
+STRICT_PORTS = "--strict-ports"
+ACCESS_LOG_EXCLUDE = "--uvicorn-access-log-exclude-prefixes"
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,11 @@ def group_key(cases: Mapping[str, Case], launcher: str) -> Callable[[str], str]:
 
 
 class Launcher:
-    """SGLang's ``sglang serve`` command line and OpenAI-style HTTP API."""
+    """SGLang's ``sglang serve`` command line and OpenAI-style HTTP API.
+
+    A subclass overrides ``command(spec, port)`` (and ``server_command``, which the pool calls, when it
+    needs more ports than the HTTP one), ``env`` and ``request``.
+    """
 
     name = "sglang"
     sglang_args = True  # takes SGLang's serve args: a case's "sglang" entry serves it when it has none of its own
@@ -64,16 +72,38 @@ class Launcher:
         return ["sglang"]
 
     def command(self, spec: ServerSpec, port: int) -> list[str]:
-        return [
+        """SGLang's test command (``test_server_common.py``'s fixture and ``ServerManager``), flag for flag.
+
+        ``--strict-ports`` goes at the end of the serve args unless they hold it (a case converted from
+        SGLang's lists carries it where SGLang puts it); the ``/health`` access-log exclusion is added
+        unless the serve args set that flag.
+        """
+        args = shlex.split(os.path.expandvars(spec.serve_args))
+        command = [
             *self.program(), "serve",
             "--model-path", spec.model,
             "--port", str(port),
             "--log-level=debug",
             "--model-type", "diffusion",
             "--num-gpus", str(spec.num_gpus),
-            *shlex.split(os.path.expandvars(spec.serve_args)),
-            "--strict-ports",
+            *args,
         ]  # fmt: skip
+        if STRICT_PORTS not in args:
+            command.append(STRICT_PORTS)
+        if not any(arg.startswith(ACCESS_LOG_EXCLUDE) for arg in args):
+            command += [ACCESS_LOG_EXCLUDE, protocol.HEALTH_PATH]
+        return command
+
+    def server_command(self, spec: ServerSpec, ports: ServerPorts) -> list[str]:
+        """The command the pool starts: ``command``, plus, for SGLang's command line, its scheduler and master
+        ports (``--strict-ports`` needs them free; the defaults 5555 and 30005 collide between concurrent servers).
+
+        A launcher with its own ``command`` gets just that.
+        """
+        command = self.command(spec, ports.http)
+        if type(self).command is Launcher.command:
+            command += ["--scheduler-port", str(ports.scheduler), "--master-port", str(ports.master)]
+        return command
 
     def env(self, spec: ServerSpec, perf_dir: Path) -> dict[str, str]:
         env = {k: os.path.expandvars(v) for k, v in spec.extra_env}

@@ -10,10 +10,10 @@ from typing import TypeVar
 
 import requests
 
-from . import perflog
 from .. import protocol
 from ..cases import Case
-from .client import Output, RequestError
+from . import perflog
+from .client import InputError, Output, RequestError
 from .launchers import Launcher
 from .process import ServerError, ServerProcess
 
@@ -44,6 +44,8 @@ def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: 
             return future.result(timeout=WATCH_INTERVAL_S)
         except concurrent.futures.TimeoutError:
             pass
+        except InputError:
+            raise  # the case's input, not the server
         except (requests.Timeout, TimeoutError):
             raise ServerError(f"did not answer {what} within {timeout:.0f} s", server.snapshot()) from None
         except requests.RequestException as exc:
@@ -67,14 +69,20 @@ def measure(
     timeout: float,
     on_missing_record: Callable[[int, RequestError], None] | None = None,
 ) -> list[Sample]:
-    """``perf_warmup_requests`` unchecked requests, then ``perf_repeat_requests`` measured ones.
+    """``perf_warmup_requests`` unmeasured requests, then ``perf_repeat_requests`` measured ones.
 
-    Each measured request's perf record is awaited when the launcher writes a perf log. A missing
-    (or malformed) record raises ``RequestError``; given ``on_missing_record``, it is reported to it
-    as (request index, error) instead, and the sample's record is None.
+    Each request's perf record is awaited when the launcher writes a perf log; a warmup's must show
+    a positive ``total_duration_ms`` (as SGLang requires). A missing (or malformed) record raises
+    ``RequestError``; given ``on_missing_record``, a measured request's is reported to it as (request
+    index, error) instead, the sample's record is None, and warmups are not awaited.
     """
     for n in range(case.perf_warmup_requests):
-        watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"warmup request {n + 1}")
+        what = f"warmup request {n + 1}"
+        output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, what)
+        if launcher.writes_perf_log and on_missing_record is None:
+            warmup = _record(server, output, what)
+            if not warmup.total_duration_ms > 0:
+                raise RequestError(f"logged total_duration_ms {warmup.total_duration_ms} for {what}", server.snapshot())
     samples = []
     for index in range(case.perf_repeat_requests):
         started = time.perf_counter()
@@ -85,15 +93,20 @@ def measure(
         record = None
         if launcher.writes_perf_log:
             try:
-                record = watched(
-                    server,
-                    lambda: perflog.wait_for_record(server.perf_log, output.request_id, PERF_RECORD_TIMEOUT_S),
-                    PERF_RECORD_TIMEOUT_S + 5,
-                    f"the perf record of request {index + 1}",
-                )
+                record = _record(server, output, f"request {index + 1}")
             except RequestError as exc:
                 if on_missing_record is None:
                     raise
                 on_missing_record(index, exc)
         samples.append(Sample(index, output, record, client_ms))
     return samples
+
+
+def _record(server: ServerProcess, output: Output, what: str) -> protocol.PerfRecord:
+    """The perf record of ``output``'s request, awaited under the watchdog."""
+    return watched(
+        server,
+        lambda: perflog.wait_for_record(server.perf_log, output.request_id, PERF_RECORD_TIMEOUT_S),
+        PERF_RECORD_TIMEOUT_S + 5,
+        f"the perf record of {what}",
+    )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .launchers import ServerSpec, get_launcher
-from .process import ServerError, ServerProcess, free_port
+from .process import ServerError, ServerProcess, server_ports
 
 
 @dataclass
@@ -57,10 +57,10 @@ class ServerPool:
         number = len(self.launches) + 1
         perf_dir = self.workdir / f"server-{number}"
         perf_dir.mkdir(parents=True, exist_ok=True)
-        port = free_port(ports=self.ports)
+        ports = server_ports(ports=self.ports)
         env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}
-        server = ServerProcess(launcher.command(spec, port), env, perf_dir / "server.log", port)
-        launch = ServerStart(spec.key, None, port, str(server.log_path))
+        server = ServerProcess(launcher.server_command(spec, ports), env, perf_dir / "server.log", ports.http)
+        launch = ServerStart(spec.key, None, ports.http, str(server.log_path))
         self.launches.append(launch)
         started = time.monotonic()
         try:

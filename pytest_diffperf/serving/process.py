@@ -21,9 +21,16 @@ from .. import protocol
 from ..platforms import DEVICE_ENV_VARS
 from ..errors import DiffperfFailure
 
-FATAL_PATTERNS = ("Fatal Python error:", "Segmentation fault", "terminate called after throwing")
+FATAL_PATTERNS = (
+    "Fatal Python error:",
+    "Segmentation fault",
+    "terminate called after throwing",
+    "Aborted (core dumped)",
+)
 TAIL_LINES = 200
 PROGRESS_EVERY_S = 30.0
+HEALTH_POLL_S = 1.0  # as SGLang's harness polls /health
+PORT_TRIES = 100
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,53 @@ def free_port(host: str = "127.0.0.1", ports: range | None = None) -> int:
             except OSError:
                 continue
             return sock.getsockname()[1]
-    raise ServerError(f"no free port on {host} in {ports.start}-{ports.stop - 1}")
+    raise ServerError(f"no free port on {host} in {_span(ports)}" if ports else f"no free port on {host}")
+
+
+@dataclass(frozen=True)
+class ServerPorts:
+    """A server's ports: HTTP (``http + 1`` is free too: SGLang's broker binds it), scheduler and master."""
+
+    http: int
+    scheduler: int
+    master: int
+
+
+def server_ports(host: str = "127.0.0.1", ports: range | None = None) -> ServerPorts:
+    """Free, distinct ports for one server, from ``ports`` (an xdist worker's range) or any the OS gives."""
+    for _ in range(PORT_TRIES):
+        http = free_port(host, ports)
+        if (ports is None or http + 1 in ports) and _is_free(host, http + 1):
+            break
+    else:
+        raise ServerError(
+            f"no free pair of ports (port, port + 1) on {host}" + (f" in {_span(ports)}" if ports else "")
+        )
+    taken = {http, http + 1}
+    chosen = []
+    for _ in range(2):
+        for _ in range(PORT_TRIES):
+            port = free_port(host, ports)
+            if port not in taken:
+                break
+        else:
+            raise ServerError(f"no free scheduler/master port on {host}" + (f" in {_span(ports)}" if ports else ""))
+        taken.add(port)
+        chosen.append(port)
+    return ServerPorts(http, chosen[0], chosen[1])
+
+
+def _is_free(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def _span(ports: range) -> str:
+    return f"{ports.start}-{ports.stop - 1}"
 
 
 class ServerProcess:
@@ -113,7 +166,7 @@ class ServerProcess:
     def wait_ready(
         self, timeout: float, progress: Callable[[str], None] = lambda _msg: None, every: float = PROGRESS_EVERY_S
     ) -> None:
-        """Poll /health until 200; fail at once if the process exits or prints a fatal pattern.
+        """Poll /health (each second, as SGLang) until 200; fail at once if the process exits or prints a fatal pattern.
 
         ``progress`` receives a line every ``every`` seconds while waiting.
         """
@@ -133,15 +186,14 @@ class ServerProcess:
             if now >= next_progress:
                 progress(f"diffperf: waiting for {self.base_url} ({now - start:.0f} s)")
                 next_progress += every
-            time.sleep(0.1)
+            time.sleep(max(0.0, min(HEALTH_POLL_S, next_progress - now, start + timeout - now) + 0.01))
 
     def check_alive(self, when: str) -> None:
         if self.fatal:
             raise ServerError(f"printed a fatal error {when}: {self.fatal}", self.snapshot())
         code = self._proc.poll() if self._proc else None
         if code is not None:
-            if self._reader:
-                self._reader.join(timeout=5)
+            self._close_output()
             raise ServerError(f"exited with code {code} {when}", self.snapshot())
 
     def stop(self) -> None:
@@ -150,10 +202,15 @@ class ServerProcess:
             return
         kill_tree(self._proc.pid)
         self._proc.wait()
+        self._close_output()
+
+    def _close_output(self) -> None:
+        """Once the process has exited: let the tee read the rest, then close the pipe (even if a grandchild holds it)."""
+        assert self._proc is not None
         if self._reader:
             self._reader.join(timeout=5)
         if self._proc.stdout:
-            self._proc.stdout.close()  # ends the tee if a grandchild still holds the pipe
+            self._proc.stdout.close()
 
     def info(self) -> dict[str, object]:
         devices = {k: v for k, v in self.env.items() if k in DEVICE_ENV_VARS}

@@ -1,0 +1,98 @@
+"""`diffperf import-cases PATH`: SGLang's Python case lists as the equivalent JSON case file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .._util.atomicfile import dumps_json, write_atomic
+from ..perf.baselines import load_baselines
+from ..cases import CaseFile, unmatched
+from .._util.jsonfile import validate
+from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS
+from ..sglang import caselist
+from ..sglang.casefile import case_file_data
+from ..sglang.task_types import TABLE_ENV, load_table
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "import-cases",
+        help="convert SGLang's case lists (gpu_cases.py) into a JSON case file",
+        description="Read SGLang's diffusion case lists the way its CI does (the DiffusionTestCase objects after "
+        "__post_init__, so the quality pins and default sampling parameters are included) and write the "
+        "equivalent JSON case file: the request each case sends and the server command and environment it "
+        "starts. Cases the plugin cannot express yet are listed under not_expressible with the reason. "
+        "The same conversion runs when --diffperf-cases names the SGLang source directly; this command "
+        "writes it out for review or for users who prefer JSON.",
+        epilog="PATH: SGLang's gpu_cases.py, an sglang checkout or unpacked wheel holding it, or the word "
+        f"'sglang' for the installed package. Models missing from the task-type table: see ${TABLE_ENV}.",
+    )
+    parser.add_argument("path", metavar="PATH", help="gpu_cases.py, a folder holding it, or 'sglang'")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the case file here (default: stdout)")
+    parser.add_argument(
+        "--hardware",
+        help="platform the lists are read for (its current_platform decides which cases exist; default h100)",
+    )
+    parser.add_argument(
+        "--suite",
+        action="append",
+        metavar="NAME",
+        help="an SGLang CI suite (repeatable; default: the suites SGLang's CI runs on --hardware, for h100 "
+        f"{', '.join(caselist.DEFAULT_SUITES['h100'])})",
+    )
+    parser.add_argument("--task-types", metavar="FILE", type=Path, help=f"extra model task types (as ${TABLE_ENV})")
+    parser.add_argument(
+        "--baselines",
+        metavar="FILE",
+        help="a baseline file or perf_baselines/ folder: list its scenarios without a case and the cases without one",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    table = load_table(args.task_types)
+    data = case_file_data(args.path, args.hardware, args.suite, table=table)
+    validate(CaseFile, data, Path(args.path), "")  # the file written reads back as a case file
+    text = dumps_json(data)
+    if args.output:
+        write_atomic(Path(args.output), text)
+    else:
+        sys.stdout.write(text)
+    _summary(args, data)
+    return 0
+
+
+def _summary(args: argparse.Namespace, data: dict) -> None:
+    """What was converted, on stderr (stdout may be the case file)."""
+    source = data["sglang_source"]
+    cases, skipped = data["cases"], data["not_expressible"]
+    where = f" to {args.output}" if args.output else ""
+    err = sys.stderr
+    print(
+        f"diffperf import-cases: {len(cases)} case(s) from {source['path']} "
+        f"({', '.join(source['suites'])}; {source['hardware']}; loaded with {source['loaded_with']}){where}",
+        file=err,
+    )
+    for note in source["notes"]:
+        print(f"  note: {note}", file=err)
+    for entry in skipped:
+        print(f"  not expressible: {entry['id']}: {entry['reason']}", file=err)
+    if args.baselines:
+        baselines = load_baselines(args.baselines, source["hardware"])
+        ids = [c["id"] for c in cases] + [e["id"] for e in skipped]
+        ours = [name for name in baselines.scenarios if _judged_on(str(baselines.source[name]), source["hardware"])]
+        no_case, no_scenario = unmatched(ids, ours)
+        for name in no_case:
+            print(f"  scenario without a case: {name} ({baselines.source[name]})", file=err)
+        for name in no_scenario:
+            print(f"  case without a scenario: {name}", file=err)
+
+
+def _judged_on(source: str, hardware: str) -> bool:
+    """Whether a scenario from baseline file ``source`` is judged on ``hardware`` (a fragment only on its platform)."""
+    fragment = next(
+        (p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True) if Path(source).as_posix().endswith(rel)), None
+    )
+    return fragment is None or fragment == hardware

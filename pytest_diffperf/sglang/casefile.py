@@ -1,0 +1,48 @@
+"""SGLang's case lists as the data of a case file (the JSON shape ``cases.CaseFile`` reads)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import caselist, task_types
+from .convert import convert
+from .source import locate
+
+
+def case_file_data(
+    given: Path | str,
+    hardware: str | None = None,
+    suites: Sequence[str] | None = None,
+    *,
+    table: task_types.TaskTypeTable | None = None,
+) -> dict[str, Any]:
+    """The converted cases of ``suites`` (default: those SGLang's CI runs on ``hardware``) of the SGLang source ``given``.
+
+    ``not_expressible`` lists the cases the plugin cannot express yet, each with its reason.
+    """
+    lists = caselist.load(locate(given), hardware, table=table)
+    selected = lists.select(suites)
+    converted = [convert(entry.case, entry.suites) for entry in selected]
+    return {
+        "_comment": (
+            f"Converted by `diffperf import-cases` from SGLang's case lists ({lists.source.gpu_cases}), "
+            f"suites {', '.join(sorted({s for e in selected for s in e.suites}))}, as on {lists.hardware}."
+        ),
+        "sglang_source": {
+            "path": str(lists.source.gpu_cases),
+            "hardware": lists.hardware,
+            "suites": list(suites)
+            if suites
+            else [s for s in caselist.DEFAULT_SUITES[lists.hardware] if s in lists.suites],
+            "loaded_with": lists.mode,
+            "notes": list(lists.notes),
+        },
+        "cases": [c.case for c in converted if c.case is not None],
+        "not_expressible": [
+            {"id": c.id, "reason": c.reason, "request": c.kind, "suites": list(c.suites)}
+            for c in converted
+            if c.case is None
+        ],
+    }
