@@ -30,7 +30,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..protocol import HEALTH_PATH, IMAGES_PATH, LOAD_MARKER, MODELS_PATH, VIDEOS_PATH
 from .faults import Faults
 from .media import encode_image, encode_mp4
-from .perflog import MemoryTracker, PerfLog
+from .memory import MemoryTracker
+from .perflog import PerfLog
 from .specs import MODELS, GenParams, ModelSpec, frames_for
 
 log = logging.getLogger("refserver")

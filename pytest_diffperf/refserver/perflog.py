@@ -1,4 +1,4 @@
-"""SGLang perf log: one ``PerfRecord`` JSON line per request, plus host-memory sampling.
+"""SGLang perf log: one ``PerfRecord`` JSON line per request.
 
 Lines are appended with a single ``os.write`` on an ``O_APPEND`` descriptor under a lock, so
 concurrent readers never see a partial line from this process.
@@ -14,7 +14,6 @@ from pathlib import Path
 
 from ..protocol import (
     DENOISING_STAGE,
-    MEMORY_SNAPSHOT_KEYS,
     PERF_LOG_DIR_ENV,
     PERF_LOG_FILE,
     PERF_RECORD_TAG,
@@ -23,40 +22,6 @@ from ..protocol import (
     PerfRecord,
     StageRecord,
 )
-
-
-def host_anon_mb() -> float:
-    """The process's anonymous resident memory (RssAnon) in MiB; 0 where /proc is unavailable."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-class MemoryTracker:
-    """Peak RssAnon per phase (``load``, ``warmup``, ``runtime``), taken at sampling points.
-
-    ``runtime`` is reset at the start of each request, so ``runtime_peak`` is that request's peak.
-    """
-
-    def __init__(self) -> None:
-        self._peaks: dict[str, float] = {}
-
-    def reset(self, phase: str) -> None:
-        self._peaks[phase] = 0.0
-
-    def sample(self, phase: str) -> None:
-        self._peaks[phase] = max(self._peaks.get(phase, 0.0), host_anon_mb())
-
-    def snapshots(self) -> dict[str, MemorySnapshot]:
-        return {
-            key: MemorySnapshot(peak_host_anon_mb=round(self._peaks.get(key.removesuffix("_peak"), 0.0), 2))
-            for key in MEMORY_SNAPSHOT_KEYS
-        }
 
 
 def _commit_hash() -> str:

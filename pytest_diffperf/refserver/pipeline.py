@@ -13,8 +13,8 @@ import torch
 from ..protocol import DENOISING_STAGE
 from .families import FAMILIES
 from .faults import Faults
-from .models import BUILDERS
-from .perflog import MemoryTracker
+from .memory import MemoryTracker
+from .modules import build_modules
 from .specs import GenParams, ModelSpec
 
 NOISE_SEED_OFFSET = 0x5EED
@@ -35,7 +35,7 @@ class StagedPipeline:
         self.spec = spec
         self.faults = faults
         self.memory = memory
-        self.family = FAMILIES[spec.family](BUILDERS[spec.family]())
+        self.family = FAMILIES[spec.family](build_modules(spec.family))
         self.requests = 0  # non-warmup requests started so far
         memory.sample("load")
 

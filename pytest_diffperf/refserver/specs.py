@@ -29,7 +29,7 @@ class ModelSpec:
     """A servable model: the family whose staged pipeline runs it, and its request defaults."""
 
     name: str
-    family: str  # key of models.BUILDERS and families.FAMILIES
+    family: str  # key of modules.MODULE_BUILDERS and families.FAMILIES
     task: str  # "image" | "video"
     width: int
     height: int

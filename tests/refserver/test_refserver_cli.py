@@ -121,7 +121,8 @@ def test_warmup_mode_request_logs_only_the_real_request(start_server):
 
 
 def test_perf_log_lines_stay_whole_under_concurrent_writers(tmp_path, monkeypatch):
-    from pytest_diffperf.refserver.perflog import MemoryTracker, PerfLog
+    from pytest_diffperf.refserver.memory import MemoryTracker
+    from pytest_diffperf.refserver.perflog import PerfLog
 
     monkeypatch.setenv("SGLANG_DIFFUSION_STAGE_LOGGING", "1")
     monkeypatch.setenv("SGLANG_PERF_LOG_DIR", str(tmp_path))

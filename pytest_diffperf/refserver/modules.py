@@ -1,4 +1,4 @@
-"""Built-in tiny models: real diffusers/transformers modules with seeded random weights.
+"""Torch modules of the built-in tiny models: real diffusers/transformers modules with seeded random weights.
 
 Nothing is downloaded: configs are written here, weights come from ``torch.manual_seed`` before
 each module is built, tokenizers are byte-level BPEs built in memory.
@@ -217,8 +217,13 @@ def build_wan() -> dict[str, Any]:
     }
 
 
-BUILDERS: dict[str, Callable[[], dict[str, Any]]] = {
+MODULE_BUILDERS: dict[str, Callable[[], dict[str, Any]]] = {
     "flux": build_flux,
     "sd": build_sd,
     "wan": build_wan,
 }
+
+
+def build_modules(family: str) -> dict[str, Any]:
+    """The seeded torch modules, tokenizers and scheduler of one model family."""
+    return MODULE_BUILDERS[family]()
