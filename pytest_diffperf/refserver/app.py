@@ -374,7 +374,9 @@ def create_app(config: ServerConfig) -> FastAPI:
     async def create_video(request: Request) -> dict[str, Any]:
         payload, picture = await video_payload(request)
         if "prompt" not in payload:
-            raise _bad("prompt is required")
+            if not spec.task_type.requires_image:  # SGLang's image-to-video pipelines take no prompt
+                raise _bad("prompt is required")
+            payload["prompt"] = ""
         try:
             req = VideoRequest(**payload)
         except ValidationError as exc:

@@ -203,7 +203,9 @@ def wheel_layout() -> Path:
     return _WHEEL[0]
 
 
-def load(*, server: bool = True, gpu_cases: bool = False, cuda: bool = True, default_task: str | None = None) -> Harness:
+def load(
+    *, server: bool = True, gpu_cases: bool = False, cuda: bool = True, default_task: str | None = None
+) -> Harness:
     """Import SGLang's harness modules (fresh each call) with the stand-ins in ``sys.modules``.
 
     ``server`` adds test_server_utils/test_server_common, ``gpu_cases`` the case lists (whose models
