@@ -194,8 +194,10 @@ def parse_bool(text: str) -> bool:
 
 def bool_flag(parser: argparse._ActionsContainer, *names: str, help: str | None, dest: str | None = None) -> None:
     """A StoreBoolean flag: bare means true, else the value that follows."""
-    kwargs = {"dest": dest} if dest else {}
-    parser.add_argument(*names, nargs="?", const=True, default=False, type=parse_bool, help=help, **kwargs)
+    if dest is None:
+        parser.add_argument(*names, nargs="?", const=True, default=False, type=parse_bool, help=help)
+    else:
+        parser.add_argument(*names, nargs="?", const=True, default=False, type=parse_bool, help=help, dest=dest)
 
 
 class _Reject(argparse.Action):

@@ -35,12 +35,16 @@ def edit_server(start_server):
 
 @pytest.fixture(scope="module")
 def t2v_server(start_server):
-    return start_server("tiny/wan-t2v", "--warmup-steps", "1", "--warmup-num-frames", "1", "--warmup-resolutions", "64x64")
+    return start_server(
+        "tiny/wan-t2v", "--warmup-steps", "1", "--warmup-num-frames", "1", "--warmup-resolutions", "64x64"
+    )
 
 
 @pytest.fixture(scope="module")
 def i2v_server(start_server):
-    return start_server("tiny/wan-i2v", "--warmup-steps", "1", "--warmup-num-frames", "1", "--warmup-resolutions", "64x64")
+    return start_server(
+        "tiny/wan-i2v", "--warmup-steps", "1", "--warmup-num-frames", "1", "--warmup-resolutions", "64x64"
+    )
 
 
 def test_reports_the_openai_version(record_property):

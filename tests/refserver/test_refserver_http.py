@@ -176,7 +176,11 @@ def test_lora_and_mesh_answer_as_unsupported(flux):
 
 @pytest.mark.parametrize(
     ("path", "detail"),
-    [("/v1/videos/unknown", "Video not found"), ("/v1/videos/unknown/content", "Video not found"), ("/v1/nothing", "Not Found")],
+    [
+        ("/v1/videos/unknown", "Video not found"),
+        ("/v1/videos/unknown/content", "Video not found"),
+        ("/v1/nothing", "Not Found"),
+    ],
 )
 def test_unknown_ids_and_paths_are_404(flux, path, detail):
     resp = requests.get(flux.url + path, timeout=30)

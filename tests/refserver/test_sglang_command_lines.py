@@ -57,7 +57,7 @@ def test_every_gpu_case_command_line_is_accepted_or_rejected_with_a_message(monk
             rejected.append(case_id)
             continue
         args, extra = parser.parse_known_args(argv)
-        accepted, unknown = sglang_flags.drop_component_flags(extra)
+        _accepted, unknown = sglang_flags.drop_component_flags(extra)
         assert unknown == [], f"{case_id}: {unknown}"
         flags_seen.update(t.split("=", 1)[0] for t in command if t.startswith("--"))
         assert args.uvicorn_access_log_exclude_prefixes == ["/health"]

@@ -70,7 +70,8 @@ def test_sglang_harness_runs_the_case(harness, case_id, monkeypatch, tmp_path):
     fixture = common.diffusion_server._get_wrapped_function()(case)
     ctx = next(fixture)
     try:
-        assert ctx.load_time_ms is not None and ctx.load_time_ms > 0
+        assert ctx.load_time_ms is not None
+        assert ctx.load_time_ms > 0
         base = common.DiffusionServerBase()
         generate = utils.get_generate_fn(case.server_args.model_path, case.server_args.modality, case.sampling_params)
         record, content = base.run_and_collect(ctx, case.id, generate)

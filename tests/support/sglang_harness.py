@@ -9,6 +9,7 @@ ones (openai, torch, cv2, dateutil, httpx); the stand-ins only replace sglang's 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -131,10 +132,8 @@ def process_standin() -> types.ModuleType:
         except psutil.NoSuchProcess:
             return
         for proc in [*parent.children(recursive=True), parent]:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
-            except psutil.NoSuchProcess:
-                pass
 
     return _module(f"{MG}.runtime.utils.process", kill_process_tree=kill_process_tree)
 
@@ -147,11 +146,19 @@ def realtime_consistency_standin() -> types.ModuleType:
     def unsupported(*args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("realtime cases are not run against the reference server")
 
-    names = (
-        "build_realtime_init_payload collect_realtime_output encode_realtime_frames_to_mp4 prepare_realtime_first_frame"
-        " realtime_ws_url record_realtime_key_frames record_realtime_perf_stats pop_realtime_e2e_ms"
-        " pop_realtime_key_frames pop_realtime_perf_stats validate_realtime_perf_stats"
-    ).split()
+    names = [
+        "build_realtime_init_payload",
+        "collect_realtime_output",
+        "encode_realtime_frames_to_mp4",
+        "prepare_realtime_first_frame",
+        "realtime_ws_url",
+        "record_realtime_key_frames",
+        "record_realtime_perf_stats",
+        "pop_realtime_e2e_ms",
+        "pop_realtime_key_frames",
+        "pop_realtime_perf_stats",
+        "validate_realtime_perf_stats",
+    ]
     return _module(
         f"{MG}.test.server.realtime_consistency",
         RealtimeChunkStats=type("RealtimeChunkStats", (), {}),
