@@ -15,6 +15,8 @@ STAGE_LOGGING_ENV = "SGLANG_DIFFUSION_STAGE_LOGGING"
 PERF_LOG_DIR_ENV = "SGLANG_PERF_LOG_DIR"
 PERF_LOG_FILE = "performance.log"
 PERF_RECORD_TAG = "pipeline_stage_metrics"
+PERF_DUMP_TAG = "server_perf_dump"  # the file a request's ``perf_dump_path`` names
+COMMIT_ENV = "SGLANG_GIT_COMMIT"  # the perf record's commit_hash
 
 # Printed on stdout once the model is built, before warmup.
 LOAD_MARKER = "[server-load] workers_ready_monotonic_ns="
@@ -23,7 +25,9 @@ LOAD_MARKER = "[server-load] workers_ready_monotonic_ns="
 HEALTH_PATH = "/health"
 MODELS_PATH = "/v1/models"
 IMAGES_PATH = "/v1/images/generations"
+IMAGE_EDITS_PATH = "/v1/images/edits"
 VIDEOS_PATH = "/v1/videos"
+LIVENESS_PATH = "/liveness"
 
 # Stage names used by SGLang's standard pipelines.
 DENOISING_STAGE = "DenoisingStage"

@@ -1,415 +1,473 @@
-"""FastAPI app: SGLang's OpenAI-style image/video endpoints over one staged pipeline.
+"""FastAPI app: SGLang's diffusion HTTP API (health, models, images, videos) over one staged pipeline.
 
-All model work (load, warmup, generations, video jobs) runs FIFO on a single worker thread, like
-one GPU. The HTTP layer stays responsive meanwhile, so ``/health`` answers 503 while the model
-loads and warms up, then 200. Torch is imported on the worker thread, not at import time.
+Errors are SGLang's: ``{"detail": ...}`` from ``HTTPException`` (400, 404, 500) and FastAPI's 422 for
+a body that fails validation. Requests other than the health and info routes wait until the
+server warmup is done, as SGLang's ``wait_for_server_warmup`` middleware does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import concurrent.futures
+import binascii
+import io
+import json
 import logging
-import os
-import queue
-import threading
 import time
-import traceback
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
+import numpy as np
+from fastapi import FastAPI, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi.responses import FileResponse, JSONResponse, Response
+from PIL import Image, UnidentifiedImageError
+from pydantic import ValidationError
 
-from ..protocol import HEALTH_PATH, IMAGES_PATH, LOAD_MARKER, MODELS_PATH, VIDEOS_PATH
-from .faults import Faults
-from .media import encode_image, encode_mp4
-from .perflog import MemoryTracker, PerfLog
-from .specs import MODELS, GenParams, ModelSpec, frames_for
+from .. import protocol
+from .api_models import VIDEO_TEXT_FIELDS, ImageRequest, VideoJob, VideoRequest
+from .media import choose_image_ext, encode_image
+from .specs import DEFAULT_FPS, DEFAULT_VIDEO_SECONDS, GenParams
+from .worker import RefServer, ServerConfig
 
 log = logging.getLogger("refserver")
 
-MAX_SEED = 2**63 - 1
+WARMUP_BYPASS_PATHS = ("/metrics", "/liveness", "/health", "/health_generate", "/model_info", "/server_info")
+EXTRA_CONTAINERS = ("extra_body", "extra_json")
+LORA_FAILURES = {
+    "/v1/set_lora": "Failed to set LoRA adapter",
+    "/v1/merge_lora_weights": "Failed to merge LoRA weights",
+    "/v1/unmerge_lora_weights": "Failed to unmerge LoRA weights",
+}
+NO_LORA = "the reference server has no LoRA support"
 
 
-@dataclass
-class ServerConfig:
-    spec: ModelSpec
-    faults: Faults = field(default_factory=Faults)
-    warmup_mode: Literal["server", "request"] = "server"
-    warmup_params: dict[str, Any] = field(default_factory=dict)
-    default_seed: int = 42
-    num_threads: int = 1
+def _bad(message: str, status: int = 400) -> HTTPException:
+    return HTTPException(status_code=status, detail=message)
 
 
-class ApiError(Exception):
-    """An error answered with an OpenAI-style body ``{"error": {"message", "type", "code"}}``."""
-
-    def __init__(self, status: int, message: str, code: str, type_: str = "invalid_request_error"):
-        super().__init__(message)
-        self.status, self.message, self.code, self.type = status, message, code, type_
-
-    def response(self) -> JSONResponse:
-        return JSONResponse(
-            {"error": {"message": self.message, "type": self.type, "code": self.code}},
-            status_code=self.status,
-        )
+def _decode_image(data: bytes, source: str) -> np.ndarray:
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            return np.asarray(img.convert("RGB"))
+    except (UnidentifiedImageError, OSError) as exc:
+        raise _bad(f"Failed to process image source: {source}: {exc}") from None
 
 
-class Worker:
-    """A single daemon thread running submitted callables one at a time, in order."""
+def _image_from_reference(value: str) -> np.ndarray:
+    """A JSON ``input_reference``/``reference_url``: a ``data:`` URL or a file path on this machine."""
+    if value.startswith("data:"):
+        try:
+            return _decode_image(base64.b64decode(value.split(",", 1)[1], validate=True), "data URL")
+        except (IndexError, binascii.Error):
+            raise _bad("Failed to process image source: data URL is not base64") from None
+    if "://" in value:
+        raise _bad(f"Failed to process image source: {value}: the reference server does not download URLs")
+    try:
+        with open(value, "rb") as fh:
+            return _decode_image(fh.read(), value)
+    except OSError as exc:
+        raise _bad(f"Failed to process image source: {value}: {exc.strerror}") from None
 
-    def __init__(self) -> None:
-        self._jobs: queue.Queue = queue.Queue()
-        threading.Thread(target=self._loop, name="refserver-worker", daemon=True).start()
 
-    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        self._jobs.put((fn, future))
-        return future
+def _form_value(value: Any) -> Any:
+    """A multipart field as SGLang reads one: JSON where it parses, else the text."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
 
-    def _loop(self) -> None:
-        while True:
-            fn, future = self._jobs.get()
-            if not future.set_running_or_notify_cancel():
-                continue
+
+def _merge_extras(payload: dict[str, Any]) -> dict[str, Any]:
+    """Promote ``extra_body``/``extra_json``/``extra_params`` entries to top-level fields (top level wins)."""
+    for key in (*EXTRA_CONTAINERS, "extra_params"):
+        extra = payload.pop(key, None)
+        if isinstance(extra, str):
             try:
-                future.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
-                future.set_exception(exc)
-
-
-class GenerationFields(BaseModel):
-    """Fields shared by image and video requests (unknown fields are ignored, as OpenAI clients send extras)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    prompt: str = Field(min_length=1)
-    model: str | None = None
-    size: str | None = None
-    width: int | None = Field(None, ge=1)
-    height: int | None = Field(None, ge=1)
-    seed: int | None = Field(None, ge=0, le=MAX_SEED)
-    num_inference_steps: int | None = Field(None, ge=1, le=500)
-    guidance_scale: float | None = Field(None, ge=0, le=100)
-    negative_prompt: str | None = None
-
-
-class ImageRequest(GenerationFields):
-    n: int = Field(1, ge=1, le=4)
-    response_format: Literal["b64_json", "url"] = "b64_json"
-    output_format: Literal["png", "jpeg", "jpg"] = "png"
-
-
-class VideoRequest(GenerationFields):
-    seconds: float | None = Field(None, gt=0, le=60)  # OpenAI sends a string such as "4"
-    num_frames: int | None = Field(None, ge=1)
-    fps: int | None = Field(None, ge=1, le=120)
-
-
-@dataclass
-class VideoJob:
-    id: str
-    params: GenParams
-    fps: int
-    model: str
-    created_at: int = field(default_factory=lambda: int(time.time()))
-    status: str = "queued"
-    progress: int = 0
-    completed_at: int | None = None
-    error: dict[str, str] | None = None
-    content: bytes | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        p = self.params
-        return {
-            "id": self.id,
-            "object": "video",
-            "model": self.model,
-            "status": self.status,
-            "progress": self.progress,
-            "created_at": self.created_at,
-            "completed_at": self.completed_at,
-            "size": f"{p.width}x{p.height}",
-            "seconds": f"{(p.num_frames - 1) / self.fps:g}",
-            "num_frames": p.num_frames,
-            "fps": self.fps,
-            "prompt": p.prompt,
-            "error": self.error,
-        }
-
-
-class RefServer:
-    """Server state: the pipeline (once loaded), readiness, video jobs, perf log."""
-
-    def __init__(self, config: ServerConfig):
-        self.config = config
-        self.spec = config.spec
-        self.worker = Worker()
-        self.memory = MemoryTracker()
-        self.perflog = PerfLog()
-        self.pipeline: Any = None
-        self.state = "loading"  # loading -> warming_up -> ready
-        self.warmed_up = False
-        self.videos: dict[str, VideoJob] = {}
-        self.started = int(time.time())
-
-    # ---- startup (worker thread) ----------------------------------------------------------
-    def load(self) -> None:
-        try:
-            self._load()
-        except BaseException:  # noqa: BLE001 - a server that cannot load must not look alive
-            traceback.print_exc()
-            print(
-                f"[refserver] error: failed to load {self.spec.name}; exiting",
-                flush=True,
-            )
-            os._exit(1)
-
-    def _load(self) -> None:
-        faults = self.config.faults
-        if faults.fail_startup:
-            print(
-                "[refserver] error: injected startup failure (--inject-fail-startup)",
-                flush=True,
-            )
-            os._exit(1)
-        if faults.load_delay_ms:
-            time.sleep(faults.load_delay_ms / 1000)
-        import torch
-
-        torch.set_num_threads(self.config.num_threads)
-        from .pipeline import StagedPipeline
-
-        self.pipeline = StagedPipeline(self.spec, faults, self.memory)
-        print(f"{LOAD_MARKER}{time.monotonic_ns()}\n", end="", flush=True)  # one write: no other thread's output mid-line
-        if self.config.warmup_mode == "server":
-            self.state = "warming_up"
-            params = self.spec.params(seed=self.config.default_seed, **self.config.warmup_params)
-            t0 = time.perf_counter()
-            self.pipeline.run(params, warmup=True)
-            self.warmed_up = True
-            log.info("warmup done in %.0f ms", (time.perf_counter() - t0) * 1000)
-        print(f"[refserver] ready: {self.spec.name}", flush=True)
-        self.state = "ready"
-
-    # ---- generation (worker thread) -------------------------------------------------------
-    def generate(
-        self,
-        request_id: str,
-        params: GenParams,
-        on_step: Callable[[int, int], None] | None = None,
-    ):
-        """Run one request (after a request-mode warmup clone if due) and log its perf record."""
-        if not self.warmed_up:
-            self.pipeline.run(params, warmup=True)
-            self.warmed_up = True
-        result = self.pipeline.run(params, on_step=on_step)
-        log.info("request %s: %.1f ms (%d steps)", request_id, result.total_ms, len(result.steps))
-        self.perflog.write(
-            request_id,
-            result.stages,
-            result.steps,
-            result.total_ms,
-            self.memory.snapshots(),
-        )
-        return result
-
-    def run_video(self, job: VideoJob) -> None:
-        job.status = "in_progress"
-
-        def on_step(done: int, total: int) -> None:
-            job.progress = max(job.progress, int(90 * done / total))
-
-        try:
-            result = self.generate(job.id, job.params, on_step)
-            job.content = encode_mp4(result.frames[0], job.fps)
-        except Exception as exc:
-            log.exception("video job %s failed", job.id)
-            job.status, job.error = (
-                "failed",
-                {"code": "generation_failed", "message": str(exc)},
-            )
-            return
-        job.progress, job.completed_at, job.status = 100, int(time.time()), "completed"
-
-    # ---- request parsing (event loop) -----------------------------------------------------
-    def params_for(self, req: GenerationFields, task: str, **extra: Any) -> GenParams:
-        if self.state != "ready":
-            raise ApiError(
-                503,
-                f"server is not ready ({self.state})",
-                "server_not_ready",
-                "server_error",
-            )
-        if req.model is not None and req.model != self.spec.name:
-            raise ApiError(
-                400,
-                f"model {req.model!r} is not served here (serving {self.spec.name})",
-                "model_not_found",
-            )
-        if self.spec.task != task:
-            raise ApiError(
-                400,
-                f"{self.spec.name} generates {self.spec.task}s, not {task}s",
-                "unsupported_task",
-            )
-        try:
-            return self.spec.params(
-                seed=self.config.default_seed if req.seed is None else req.seed,
-                prompt=req.prompt,
-                negative_prompt=req.negative_prompt,
-                size=req.size,
-                width=req.width,
-                height=req.height,
-                num_inference_steps=req.num_inference_steps,
-                guidance_scale=req.guidance_scale,
-                **extra,
-            )
-        except ValueError as exc:
-            raise ApiError(400, str(exc), "invalid_parameter") from None
-
-
-def _validation_message(exc: RequestValidationError) -> tuple[str, str]:
-    errors = exc.errors()
-    if any(e.get("type") == "json_invalid" for e in errors):
-        return "request body is not valid JSON", "invalid_json"
-    parts = []
-    for e in errors:
-        loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
-        parts.append(f"{loc or 'body'}: {e.get('msg')}")
-    return "; ".join(parts) or "invalid request", "invalid_request"
+                extra = json.loads(extra)
+            except ValueError:
+                raise _bad(f"{key} is not valid JSON") from None
+        if isinstance(extra, dict):
+            for name, value in extra.items():
+                payload.setdefault(name, value)
+    return payload
 
 
 def create_app(config: ServerConfig) -> FastAPI:
-    server = RefServer(config)
+    ready = asyncio.Event()
+    loop_box: list[asyncio.AbstractEventLoop] = []
+
+    def on_ready() -> None:
+        loop_box[0].call_soon_threadsafe(ready.set)
+
+    server = RefServer(config, on_ready)
     spec = config.spec
+    images: dict[str, str] = {}  # image id -> file under --output-path
 
     async def lifespan(app: FastAPI):
+        loop_box.append(asyncio.get_running_loop())
         server.worker.submit(server.load)
         yield
 
     app = FastAPI(title="pytest-diffperf reference diffusion server", lifespan=lifespan)
     app.state.server = server
 
-    @app.exception_handler(ApiError)
-    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return exc.response()
+    @app.middleware("http")
+    async def wait_for_server_warmup(request: Request, call_next):
+        if not ready.is_set() and request.url.path not in WARMUP_BYPASS_PATHS:
+            await ready.wait()
+        return await call_next(request)
 
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        message, code = _validation_message(exc)
-        return ApiError(400, message, code).response()
+    def params_for(fields: dict[str, Any]) -> GenParams:
+        try:
+            return spec.params(num_gpus=config.num_gpus, **fields)
+        except (TypeError, ValueError) as exc:
+            raise _bad(str(exc)) from None
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = "not_found" if exc.status_code == 404 else f"http_{exc.status_code}"
-        return ApiError(exc.status_code, str(exc.detail), code).response()
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s", request.url.path)
-        return ApiError(500, f"internal error: {exc}", "internal_error", "server_error").response()
-
-    @app.get(HEALTH_PATH)
-    async def health() -> JSONResponse:
-        return JSONResponse(
-            {"status": server.state},
-            status_code=200 if server.state == "ready" else 503,
-        )
-
-    @app.get(MODELS_PATH)
-    async def list_models() -> dict[str, Any]:
-        ordered = [spec] + [m for m in MODELS.values() if m is not spec]
+    def model_card() -> dict[str, Any]:
         return {
-            "object": "list",
-            "data": [
-                {
-                    "id": m.name,
-                    "object": "model",
-                    "created": server.started,
-                    "owned_by": "pytest-diffperf",
-                    "served": m is spec,
-                    "task": m.task,
-                    "default_size": f"{m.width}x{m.height}",
-                    "default_num_inference_steps": m.steps,
-                    **({"default_num_frames": m.num_frames, "default_fps": m.fps} if m.task == "video" else {}),
-                }
-                for m in ordered
-            ],
+            "id": spec.name,
+            "object": "model",
+            "created": server.started,
+            "owned_by": "sglang",
+            "root": spec.name,
+            "parent": None,
+            "max_model_len": None,
+            "num_gpus": config.num_gpus,
+            "task_type": spec.task_type.value,
+            "supported_task_types": [spec.task_type.value],
+            "dit_precision": "fp32",
+            "vae_precision": "fp32",
+            "pipeline_name": spec.pipeline_name,
+            "pipeline_class": spec.pipeline_class,
         }
+
+    # ---- health and info --------------------------------------------------------------------
+    @app.get(protocol.LIVENESS_PATH)
+    async def liveness() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get(protocol.HEALTH_PATH)
+    @app.get("/health_generate")
+    async def health() -> Response:
+        if not ready.is_set():
+            return Response(status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    @app.get(protocol.MODELS_PATH)
+    async def list_models() -> dict[str, Any]:
+        return {"object": "list", "data": [model_card()]}
+
+    @app.get(protocol.MODELS_PATH + "/{model:path}")
+    async def retrieve_model(model: str) -> Any:
+        if model != spec.name:
+            error = {
+                "message": f"The model '{model}' does not exist",
+                "type": "invalid_request_error",
+                "param": "model",
+                "code": "model_not_found",
+            }
+            return JSONResponse({"error": error}, status_code=404)
+        return model_card()
 
     @app.get("/models")
-    async def model_info() -> dict[str, Any]:
+    async def models_info() -> dict[str, Any]:
+        card = model_card()
         return {
             "model_path": spec.name,
-            "task_type": "T2V" if spec.task == "video" else "T2I",
-            "num_gpus": 0,
+            "num_gpus": config.num_gpus,
+            "task_type": card["task_type"],
+            "supported_task_types": card["supported_task_types"],
+            "dit_precision": "fp32",
+            "vae_precision": "fp32",
+            "vae_decode_precision": "fp32",
+            "pipeline_name": card["pipeline_name"],
+            "pipeline_class": card["pipeline_class"],
         }
 
-    @app.post(IMAGES_PATH)
-    async def generate_images(req: ImageRequest) -> dict[str, Any]:
-        params = server.params_for(req, "image", n=req.n)
-        if req.response_format != "b64_json":
-            raise ApiError(
-                400,
-                "response_format=url is not supported; use b64_json",
-                "unsupported_response_format",
-            )
+    @app.get("/server_info")
+    async def server_info() -> dict[str, Any]:
+        return {
+            "model_path": spec.name,
+            "served_model_name": spec.name,
+            "tp_size": 1,
+            "dp_size": 1,
+            "version": _version(),
+        }
+
+    @app.get("/model_info")
+    async def model_info() -> dict[str, Any]:
+        task = spec.task_type
+        return {
+            "model_path": spec.name,
+            "is_generation": True,
+            "model_type": "diffusion",
+            "architectures": [spec.pipeline_class],
+            "has_image_understanding": task.accepts_image,
+            "has_audio_understanding": False,
+            "task_type": task.value,
+            "supported_task_types": [task.value],
+            "output_types": [task.output_type],
+            "is_image_gen": not task.is_video,
+        }
+
+    @app.get("/v1/model_info")
+    async def v1_model_info() -> dict[str, Any]:
+        return {"model_path": spec.name}
+
+    # ---- LoRA (unsupported: answered as SGLang answers a scheduler failure) -------------------
+    for path, failure in LORA_FAILURES.items():
+
+        async def lora(failure: str = failure) -> None:
+            raise _bad(f"{failure}: {NO_LORA}", 500)
+
+        app.post(path)(lora)
+
+    @app.get("/v1/list_loras")
+    async def list_loras() -> dict[str, Any]:
+        return {}
+
+    # ---- images -----------------------------------------------------------------------------
+    async def run_images(fields: dict[str, Any], output_format: str | None, background: str | None, fmt: str | None):
+        response_format = (fmt or "b64_json").lower()
+        if response_format not in ("url", "b64_json"):
+            raise _bad(f"response_format={response_format} is not supported")
+        if response_format == "url" and config.output_path is None:
+            raise _bad("response_format='url' requires cloud storage to be configured.")
+        if spec.is_video:
+            raise _bad(f"{spec.name} serves {spec.task_type.value}: use /v1/videos")
+        perf_dump_path = fields.pop("perf_dump_path", None)
+        params = params_for(fields)
+        ext = choose_image_ext(output_format, background)
         request_id = str(uuid.uuid4())
-        result = await asyncio.wrap_future(server.worker.submit(lambda: server.generate(request_id, params)))
-        blobs = await asyncio.to_thread(lambda: [encode_image(f, req.output_format) for f in result.frames])
+        result = await asyncio.wrap_future(
+            server.worker.submit(lambda: server.generate(request_id, params, perf_dump_path))
+        )
+        blobs = await asyncio.to_thread(lambda: [encode_image(f, ext) for f in result.frames])
+        paths = []
+        if config.output_path is not None:
+            for i, blob in enumerate(blobs):
+                name = f"{request_id}.{ext}" if i == 0 else f"{request_id}_{i}.{ext}"
+                paths.append(server.save_output(name, blob))
+            images[request_id] = paths[0]
+        data = []
+        for i, blob in enumerate(blobs):
+            item: dict[str, Any] = {"b64_json": None, "url": None, "revised_prompt": params.prompt}
+            if response_format == "b64_json":
+                item["b64_json"] = base64.b64encode(blob).decode("ascii")
+            else:
+                item["url"] = f"/v1/images/{request_id}/content" + (f"?variant={i}" if len(blobs) > 1 else "")
+            item["file_path"] = paths[i] if paths else None
+            item["resize"] = None
+            data.append(item)
         return {
             "id": request_id,
             "created": int(time.time()),
-            "data": [{"b64_json": base64.b64encode(b).decode("ascii")} for b in blobs],
+            "data": data,
+            "peak_memory_mb": None,
+            "inference_time_s": result.total_ms / 1000,
+            "usage": None,
         }
 
-    @app.post(VIDEOS_PATH)
-    async def create_video(req: VideoRequest) -> dict[str, Any]:
-        fps = req.fps or spec.fps
-        frames = req.num_frames
-        if frames is None and req.seconds is not None:
-            frames = frames_for(req.seconds, fps)
-        params = server.params_for(req, "video", num_frames=frames)
-        job = VideoJob(id=f"video_{uuid.uuid4().hex}", params=params, fps=fps, model=spec.name)
+    @app.post(protocol.IMAGES_PATH)
+    async def generate_images(req: ImageRequest) -> dict[str, Any]:
+        fields = {
+            "prompt": req.prompt,
+            "size": req.size,
+            "width": req.width,
+            "height": req.height,
+            "n": req.n,
+            "seed": req.seed,
+            "num_inference_steps": req.num_inference_steps,
+            "guidance_scale": req.guidance_scale,
+            "negative_prompt": req.negative_prompt,
+            "perf_dump_path": req.perf_dump_path,
+        }
+        return await run_images(fields, req.output_format, req.background, req.response_format)
+
+    @app.post(protocol.IMAGE_EDITS_PATH)
+    async def edit_images(
+        prompt: Annotated[str, Form()],
+        image: Annotated[list[UploadFile] | None, File()] = None,
+        image_array: Annotated[list[UploadFile] | None, File(alias="image[]")] = None,
+        url: Annotated[list[str] | None, Form()] = None,
+        url_array: Annotated[list[str] | None, Form(alias="url[]")] = None,
+        model: Annotated[str | None, Form()] = None,
+        n: Annotated[int | None, Form()] = 1,
+        response_format: Annotated[str | None, Form()] = None,
+        size: Annotated[str | None, Form()] = None,
+        output_format: Annotated[str | None, Form()] = None,
+        background: Annotated[str | None, Form()] = "auto",
+        seed: Annotated[int | None, Form()] = None,
+        negative_prompt: Annotated[str | None, Form()] = None,
+        guidance_scale: Annotated[float | None, Form()] = None,
+        num_inference_steps: Annotated[int | None, Form()] = None,
+        perf_dump_path: Annotated[str | None, Form()] = None,
+        num_frames: Annotated[int, Form()] = 1,
+    ) -> dict[str, Any]:
+        uploads = image or image_array or []
+        urls = url or url_array or []
+        if not uploads and not urls:
+            raise _bad("Field 'image' or 'url' is required", 422)
+        if uploads:
+            first = uploads[0]
+            picture = _decode_image(await first.read(), first.filename or "image")
+        else:
+            picture = _image_from_reference(urls[0])
+        if not spec.task_type.accepts_image:
+            raise _bad(f"input_reference is not supported for {spec.task_type.value} models.")
+        fields = {
+            "prompt": prompt,
+            "size": size,
+            "n": n,
+            "seed": seed,
+            "num_inference_steps": num_inference_steps,
+            "guidance_scale": guidance_scale,
+            "negative_prompt": negative_prompt,
+            "perf_dump_path": perf_dump_path,
+            "image": picture,
+        }
+        return await run_images(fields, output_format, background, response_format)
+
+    @app.get("/v1/images/{image_id}/content")
+    async def image_content(image_id: str, variant: str | None = Query(None)) -> FileResponse:
+        if config.output_path is None:
+            raise _bad(
+                "Image was not persisted on disk (output_path is disabled). Use b64_json response_format"
+                " or configure cloud storage.",
+                404,
+            )
+        path = images.get(image_id)
+        if path is None:
+            raise _bad("Image not found", 404)
+        if variant not in (None, "0"):
+            stem, ext = path.rsplit(".", 1)
+            path = f"{stem}_{variant}.{ext}"
+        media = "image/png" if path.endswith(".png") else "image/webp" if path.endswith(".webp") else "image/jpeg"
+        return FileResponse(path, media_type=media)
+
+    # ---- videos -----------------------------------------------------------------------------
+    async def video_payload(request: Request) -> tuple[dict[str, Any], np.ndarray | None]:
+        """The request's fields (JSON or multipart, extras merged) and its uploaded image, if any."""
+        if "multipart/form-data" in request.headers.get("content-type", "").lower():
+            form = await request.form()
+            payload: dict[str, Any] = {}
+            picture = None
+            for key, value in form.multi_items():
+                if isinstance(value, str):
+                    payload[key] = value if key in VIDEO_TEXT_FIELDS else _form_value(value)
+                elif key == "input_reference":
+                    picture = _decode_image(await value.read(), value.filename or key)
+            return _merge_extras(payload), picture
+        try:
+            body = await request.json()
+        except ValueError:
+            body = {}
+        payload = _merge_extras(dict(body) if isinstance(body, dict) else {})
+        reference = payload.get("reference_url") or payload.get("input_reference")
+        if isinstance(reference, str) and spec.task_type.accepts_image:
+            return payload, _image_from_reference(reference)
+        return payload, None
+
+    @app.post(protocol.VIDEOS_PATH)
+    async def create_video(request: Request) -> dict[str, Any]:
+        payload, picture = await video_payload(request)
+        if "prompt" not in payload:
+            if not spec.task_type.requires_image:  # SGLang's image-to-video pipelines take no prompt
+                raise _bad("prompt is required")
+            payload["prompt"] = ""
+        try:
+            req = VideoRequest(**payload)
+        except ValidationError as exc:
+            raise _bad(f"Invalid request body: {exc}") from None
+        if not spec.is_video:
+            raise _bad(f"{spec.name} serves {spec.task_type.value}: use /v1/images/generations")
+        if picture is None and (req.input_reference or req.reference_url):
+            raise _bad(f"input_reference is not supported for {spec.task_type.value} models.")
+        fps = req.fps if req.fps is not None else DEFAULT_FPS
+        seconds = req.seconds if req.seconds is not None else DEFAULT_VIDEO_SECONDS
+        params = params_for(
+            {
+                "prompt": req.prompt,
+                "size": req.size,
+                "width": req.width,
+                "height": req.height,
+                "n": req.num_outputs_per_prompt or req.n,
+                "seed": req.seed,
+                "num_frames": req.num_frames if req.num_frames is not None else fps * seconds,
+                "fps": fps,
+                "num_inference_steps": req.num_inference_steps,
+                "guidance_scale": req.guidance_scale,
+                "negative_prompt": req.negative_prompt,
+                "image": picture,
+            }
+        )
+        job = VideoJob(str(uuid.uuid4()), params, req.model or spec.name, req.perf_dump_path)
         server.videos[job.id] = job
         body = job.to_json()  # taken before the worker can pick the job up: always "queued"
         server.worker.submit(lambda: server.run_video(job))
         return body
 
-    @app.get(VIDEOS_PATH)
-    async def list_videos() -> dict[str, Any]:
+    @app.get(protocol.VIDEOS_PATH)
+    async def list_videos(
+        after: str | None = Query(None),
+        limit: int = Query(20, ge=1, le=100),
+        order: str = Query("desc", pattern="^(asc|desc)$"),
+    ) -> dict[str, Any]:
+        jobs = list(server.videos.values())
+        if order == "desc":
+            jobs.reverse()
+        if after is not None:
+            ids = [j.id for j in jobs]
+            jobs = jobs[ids.index(after) + 1 :] if after in ids else []
+        page = jobs[:limit]
         return {
+            "data": [j.to_json() for j in page],
             "object": "list",
-            "data": [job.to_json() for job in server.videos.values()],
+            "first_id": page[0].id if page else None,
+            "last_id": page[-1].id if page else None,
+            "has_more": len(jobs) > limit,
         }
 
     def find_job(video_id: str) -> VideoJob:
         job = server.videos.get(video_id)
         if job is None:
-            raise ApiError(404, f"no video with id {video_id!r}", "video_not_found")
+            raise _bad("Video not found", 404)
         return job
 
-    @app.get(VIDEOS_PATH + "/{video_id}")
+    @app.get(protocol.VIDEOS_PATH + "/{video_id}")
     async def get_video(video_id: str) -> dict[str, Any]:
         return find_job(video_id).to_json()
 
-    @app.get(VIDEOS_PATH + "/{video_id}/content")
-    async def video_content(video_id: str) -> Response:
+    @app.delete(protocol.VIDEOS_PATH + "/{video_id}")
+    async def delete_video(video_id: str) -> dict[str, Any]:
+        job = server.videos.pop(video_id, None)
+        if job is None:
+            raise _bad("Video not found", 404)
+        return {**job.to_json(), "status": "deleted"}
+
+    @app.get(protocol.VIDEOS_PATH + "/{video_id}/content")
+    async def video_content(video_id: str, variant: str | None = Query(None)) -> Response:
         job = find_job(video_id)
-        if job.status != "completed" or job.content is None:
-            raise ApiError(
-                409,
-                f"video {video_id} is {job.status}, not completed",
-                "video_not_ready",
-            )
+        if job.status not in ("completed", "failed"):
+            raise _bad("Generation is still in-progress", 404)
+        if job.content is None or variant not in (None, "0"):
+            raise _bad(f"Video variant {variant} not found", 404)
         return Response(job.content, media_type="video/mp4")
 
+    # ---- outputs the reference models cannot make -------------------------------------------
+    @app.post("/v1/meshes")
+    async def meshes() -> None:
+        raise _bad(f"{spec.name} serves {spec.task_type.value}; mesh generation (I2M) is not supported")
+
     return app
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("pytest-diffperf")
+    except metadata.PackageNotFoundError:
+        return "0"

@@ -1,4 +1,8 @@
-"""``diffperf-refserver``: ``serve`` (a subset of ``sglang serve`` flags, plus fault injection) and ``models``."""
+"""``diffperf-refserver``: ``serve`` (``sglang serve``'s command line, plus fault injection) and ``models``.
+
+``serve`` takes every ``sglang serve`` flag: the ones listed here are used, the rest are accepted and
+ignored or rejected with a message (see ``sglang_flags``). Unknown flags exit 2, as argparse does.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +14,14 @@ import socket
 import sys
 
 from .faults import Faults, parse_delay
-from .specs import MODELS
+from .memory import SNAPSHOT_MODES
+from .sglang_flags import add_sglang_flags, bool_flag, drop_component_flags
+from .specs import MODELS, parse_size
+from .worker import ServerConfig, warmup_request
 
 THREADS_ENV = "DIFFPERF_REFSERVER_THREADS"
-WARMUP_KEYS = {
-    "prompt",
-    "negative_prompt",
-    "size",
-    "width",
-    "height",
-    "num_inference_steps",
-    "guidance_scale",
-    "num_frames",
-}
-DEFAULT_WARMUP = {"num_inference_steps": 2}
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+WARMUP_MODES = ("off", "request", "server")
 
 
 def _delay(text: str) -> tuple[str, float]:
@@ -41,10 +38,15 @@ def _json_object(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
-    unknown = set(value) - WARMUP_KEYS
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown keys {sorted(unknown)}; allowed: {sorted(WARMUP_KEYS)}")
     return value
+
+
+def _size(text: str) -> str:
+    try:
+        parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -83,40 +85,46 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--num-gpus",
-        type=int,
+        type=_positive_int,
         default=1,
-        help="accepted for sglang compatibility; runs on CPU",
+        help="reported in /v1/models and used to align video frame counts, as SGLang does; runs on CPU",
     )
     serve.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
-    serve.add_argument(
-        "--strict-ports",
-        action="store_true",
-        help="fail if the port is taken (the server never picks another port in any case)",
-    )
+    bool_flag(serve, "--strict-ports", help="accepted for sglang compatibility: the server never picks another port")
     serve.add_argument(
         "--warmup-mode",
-        choices=("server", "request"),
+        choices=WARMUP_MODES,
         default="server",
-        help="server: one warmup generation before /health turns 200; "
-        "request: the first request is preceded by an unlogged clone of itself",
+        help="server: warmup generation(s) before /health turns 200; request: the first request is preceded "
+        "by an unlogged clone of itself; off: no warmup",
     )
     serve.add_argument(
         "--warmup-sampling-params",
         type=_json_object,
         default=None,
         metavar="JSON",
-        help=f"server warmup request, keys from {sorted(WARMUP_KEYS)} (default {DEFAULT_WARMUP})",
+        help="fields of the server warmup request (keys the reference models have no use for, such as "
+        "quality, are accepted and ignored)",
     )
-    serve.add_argument("--model-type", choices=("diffusion",), default="diffusion")
+    serve.add_argument("--warmup-resolutions", nargs="+", type=_size, metavar="WxH", help="one warmup per size")
+    serve.add_argument("--warmup-num-frames", type=_positive_int, metavar="N", help="frames of a video warmup")
+    serve.add_argument("--warmup-steps", type=_positive_int, metavar="N", help="denoise steps of the warmup")
+    serve.add_argument("--output-path", default=None, help="write every output there (default: keep them in memory)")
     serve.add_argument(
         "--uvicorn-access-log-exclude-prefixes",
         nargs="*",
         default=[],
         metavar="PREFIX",
-        help="leave requests whose path starts with one of these out of the access log",
+        help="leave requests whose path starts with PREFIX out of the access log",
     )
-    serve.add_argument("--scheduler-port", type=int, help="accepted for sglang compatibility; no scheduler here")
-    serve.add_argument("--master-port", type=int, help="accepted for sglang compatibility; no distributed workers")
+    serve.add_argument(
+        "--memory-snapshots",
+        choices=SNAPSHOT_MODES,
+        default="device",
+        help="device (as SGLang): load/runtime/warmup snapshots only with a device, so none here; always: "
+        "write them anyway, device figures 0 and the lifetime host-anon peak (a reference-server extension)",
+    )
+    serve.add_argument("--model-type", choices=("diffusion",), default="diffusion")
     serve.add_argument(
         "--num-threads",
         type=_positive_int,
@@ -124,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"torch CPU threads (default ${THREADS_ENV} or 1)",
     )
     serve.add_argument("--seed", type=int, default=42, help="default request seed; also seeds jitter")
+    add_sglang_flags(serve)
 
     inject = serve.add_argument_group("fault injection (non-warmup requests only)")
     inject.add_argument(
@@ -187,13 +196,35 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def warmup_runs(args: argparse.Namespace) -> list[dict]:
+    """One dict of warmup-request fields per warmup run, from the ``--warmup-*`` flags."""
+    fields = dict(args.warmup_sampling_params or {})
+    if args.warmup_num_frames is not None:
+        fields["num_frames"] = args.warmup_num_frames
+    if args.warmup_steps is not None:
+        fields["num_inference_steps"] = args.warmup_steps
+    return [{**fields, "size": size} for size in args.warmup_resolutions] if args.warmup_resolutions else [fields]
+
+
+class _AccessLogFilter(logging.Filter):
+    def __init__(self, prefixes: list[str]):
+        super().__init__()
+        self.prefixes = tuple(prefixes)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        path = args[2] if isinstance(args, tuple) and len(args) > 2 else ""
+        return not (isinstance(path, str) and path.startswith(self.prefixes))
+
+
 def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     spec = MODELS[args.model_path]
-    warmup = args.warmup_sampling_params if args.warmup_sampling_params is not None else DEFAULT_WARMUP
-    try:
-        spec.params(seed=args.seed, **warmup)
-    except (TypeError, ValueError) as exc:
-        parser.error(f"--warmup-sampling-params: {exc}")
+    runs = warmup_runs(args)
+    for run in runs:
+        try:
+            warmup_request(spec, run, seed=args.seed, num_gpus=args.num_gpus)
+        except (TypeError, ValueError) as exc:
+            parser.error(f"--warmup-sampling-params: {exc}")
     threads = args.num_threads or int(os.environ.get(THREADS_ENV) or 1)
     for var in (
         "OMP_NUM_THREADS",
@@ -215,7 +246,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     import uvicorn
 
-    from .app import ServerConfig, create_app
+    from .app import create_app
 
     level = "debug" if args.log_level == "trace" else args.log_level
     handler = logging.StreamHandler(sys.stderr)  # our logger only: library debug logs stay quiet
@@ -223,6 +254,8 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     logger = logging.getLogger("refserver")
     logger.addHandler(handler)
     logger.setLevel(level.upper())
+    if args.uvicorn_access_log_exclude_prefixes:
+        logging.getLogger("uvicorn.access").addFilter(_AccessLogFilter(args.uvicorn_access_log_exclude_prefixes))
     faults = Faults(
         delays_ms=dict(args.inject_delay),
         jitter_pct=args.inject_jitter,
@@ -233,37 +266,36 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         load_delay_ms=args.inject_load_delay,
         seed=args.seed,
     )
-    app = create_app(ServerConfig(spec, faults, args.warmup_mode, warmup, args.seed, threads))
+    config = ServerConfig(
+        spec,
+        faults,
+        warmup_mode=args.warmup_mode,
+        warmup_params=runs,
+        default_seed=args.seed,
+        num_threads=threads,
+        num_gpus=args.num_gpus,
+        memory_snapshots=args.memory_snapshots,
+        output_path=args.output_path,
+    )
+    app = create_app(config)
     url_host = f"[{args.host}]" if ":" in args.host else args.host
     print(
         f"[refserver] serving {spec.name} at http://{url_host}:{port} (pid {os.getpid()}, {threads} thread(s))",
         flush=True,
     )
-    config = uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=3)
-    if args.uvicorn_access_log_exclude_prefixes:
-        logging.getLogger("uvicorn.access").addFilter(_PathFilter(tuple(args.uvicorn_access_log_exclude_prefixes)))
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn_config = uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=3)
+    uvicorn.Server(uvicorn_config).run(sockets=[sock])
     return 0
-
-
-class _PathFilter(logging.Filter):
-    """Drops uvicorn access-log records of paths starting with one of ``prefixes`` (args: client, method, path, ...)."""
-
-    def __init__(self, prefixes: tuple[str, ...]):
-        super().__init__()
-        self.prefixes = prefixes
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not (len(args) > 2 and str(args[2]).startswith(self.prefixes))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    _, unknown = drop_component_flags(extra)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "models":
         for spec in MODELS.values():
-            extra = f" {spec.num_frames} frames @ {spec.fps} fps" if spec.task == "video" else ""
-            print(f"{spec.name}\t{spec.task}\t{spec.width}x{spec.height}{extra}, {spec.steps} steps")
+            print(f"{spec.name}\t{spec.task_type.value}\t{spec.width}x{spec.height}, {spec.steps} steps")
         return 0
     return serve(args, parser)

@@ -11,8 +11,19 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 
 from .specs import GenParams
+
+
+def noise(shape: tuple[int, ...], generators: list[torch.Generator]) -> torch.Tensor:
+    """Gaussian noise for ``len(generators)`` outputs, output i drawn from generator i."""
+    return torch.cat([torch.randn((1, *shape), generator=g) for g in generators])
+
+
+def _one_or_list(generators: list[torch.Generator]) -> torch.Generator | list[torch.Generator]:
+    """What diffusers' ``prepare_latents`` takes: one generator, or one per output."""
+    return generators[0] if len(generators) == 1 else generators
 
 
 def _tokens(tokenizer: Any, texts: list[str], length: int) -> dict[str, torch.Tensor]:
@@ -50,12 +61,11 @@ class FluxFamily(Family):
         ctx["embeds"] = seq.repeat(p.n, 1, 1)
         ctx["txt_ids"] = torch.zeros(seq.shape[1], 3)
 
-    def prepare_latents(self, p: GenParams, ctx: dict, gen: torch.Generator) -> None:
+    def prepare_latents(self, p: GenParams, ctx: dict, gens: list[torch.Generator]) -> None:
         from diffusers import FluxPipeline
 
         h, w = 2 * (p.height // 16), 2 * (p.width // 16)
-        noise = torch.randn((p.n, 16, h, w), generator=gen)
-        ctx["latents"] = FluxPipeline._pack_latents(noise, p.n, 16, h, w)
+        ctx["latents"] = FluxPipeline._pack_latents(noise((16, h, w), gens), p.n, 16, h, w)
         ctx["img_ids"] = FluxPipeline._prepare_latent_image_ids(p.n, h // 2, w // 2, "cpu", torch.float32)
 
     def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
@@ -76,8 +86,10 @@ class FluxFamily(Family):
 
     def denoise_step(self, p: GenParams, ctx: dict, t: torch.Tensor) -> None:
         latents = ctx["latents"]
+        image_latents = ctx.get("image_latents")
+        hidden = latents if image_latents is None else torch.cat([latents, image_latents], dim=1)
         pred = self.c["transformer"](
-            hidden_states=latents,
+            hidden_states=hidden,
             timestep=t.expand(latents.shape[0]) / 1000,
             guidance=ctx["guidance"],
             pooled_projections=ctx["pooled"],
@@ -85,7 +97,7 @@ class FluxFamily(Family):
             txt_ids=ctx["txt_ids"],
             img_ids=ctx["img_ids"],
             return_dict=False,
-        )[0]
+        )[0][:, : latents.shape[1]]
         ctx["latents"] = ctx["scheduler"].step(pred, t, latents, return_dict=False)[0]
 
     def decode(self, p: GenParams, ctx: dict) -> torch.Tensor:
@@ -106,8 +118,8 @@ class SDFamily(Family):
         embeds = self.c["text_encoder"](_tokens(self.c["tokenizer"], texts, 77).input_ids).last_hidden_state
         ctx["embeds"] = embeds.repeat_interleave(p.n, dim=0)
 
-    def prepare_latents(self, p: GenParams, ctx: dict, gen: torch.Generator) -> None:
-        ctx["latents"] = torch.randn((p.n, 4, p.height // 8, p.width // 8), generator=gen)
+    def prepare_latents(self, p: GenParams, ctx: dict, gens: list[torch.Generator]) -> None:
+        ctx["latents"] = noise((4, p.height // 8, p.width // 8), gens)
 
     def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
         sched = ctx["scheduler"] = self.scheduler()
@@ -146,9 +158,12 @@ class WanFamily(Family):
         if self.cfg(p):
             ctx["neg_embeds"] = self._embed(p.negative_prompt, p.n)
 
-    def prepare_latents(self, p: GenParams, ctx: dict, gen: torch.Generator) -> None:
+    def prepare_latents(self, p: GenParams, ctx: dict, gens: list[torch.Generator]) -> None:
         frames = (p.num_frames - 1) // 4 + 1
-        ctx["latents"] = torch.randn((p.n, 16, frames, p.height // 8, p.width // 8), generator=gen)
+        ctx["latents"] = noise((16, frames, p.height // 8, p.width // 8), gens)
+
+    def model_input(self, ctx: dict) -> torch.Tensor:
+        return ctx["latents"]
 
     def prepare_timesteps(self, p: GenParams, ctx: dict) -> torch.Tensor:
         sched = ctx["scheduler"] = self.scheduler()
@@ -157,16 +172,17 @@ class WanFamily(Family):
 
     def denoise_step(self, p: GenParams, ctx: dict, t: torch.Tensor) -> None:
         latents, model = ctx["latents"], self.c["transformer"]
+        hidden = self.model_input(ctx)
         timestep = t.expand(latents.shape[0])
         pred = model(
-            hidden_states=latents,
+            hidden_states=hidden,
             timestep=timestep,
             encoder_hidden_states=ctx["embeds"],
             return_dict=False,
         )[0]
         if self.cfg(p):
             uncond = model(
-                hidden_states=latents,
+                hidden_states=hidden,
                 timestep=timestep,
                 encoder_hidden_states=ctx["neg_embeds"],
                 return_dict=False,
@@ -183,8 +199,63 @@ class WanFamily(Family):
         return (video / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 4, 1)
 
 
+class FluxKontextFamily(FluxFamily):
+    """FluxKontextPipeline: the input image's packed VAE latents join the sequence (ids offset to 1)."""
+
+    def __init__(self, components: dict[str, Any]):
+        from diffusers import FluxKontextPipeline
+
+        super().__init__(components)
+        c = components
+        self.pipe = FluxKontextPipeline(
+            scheduler=c["scheduler"],
+            vae=c["vae"],
+            text_encoder=c["text_encoder"],
+            tokenizer=c["tokenizer"],
+            text_encoder_2=c["text_encoder_2"],
+            tokenizer_2=c["tokenizer_2"],
+            transformer=c["transformer"],
+        )
+
+    def prepare_latents(self, p: GenParams, ctx: dict, gens: list[torch.Generator]) -> None:
+        image = self.pipe.image_processor.preprocess(Image.fromarray(p.image), height=p.height, width=p.width)
+        latents, image_latents, latent_ids, image_ids = self.pipe.prepare_latents(
+            image, p.n, 16, p.height, p.width, torch.float32, torch.device("cpu"), _one_or_list(gens)
+        )
+        ctx["latents"], ctx["image_latents"] = latents, image_latents
+        ctx["img_ids"] = torch.cat([latent_ids, image_ids], dim=0)
+
+
+class WanI2VFamily(WanFamily):
+    """WanImageToVideoPipeline (Wan 2.2 style, no CLIP image encoder): first-frame latents and mask as condition."""
+
+    def __init__(self, components: dict[str, Any]):
+        from diffusers import WanImageToVideoPipeline
+
+        super().__init__(components)
+        c = components
+        self.pipe = WanImageToVideoPipeline(
+            tokenizer=c["tokenizer"],
+            text_encoder=c["text_encoder"],
+            vae=c["vae"],
+            scheduler=c["scheduler"],
+            transformer=c["transformer"],
+        )
+
+    def prepare_latents(self, p: GenParams, ctx: dict, gens: list[torch.Generator]) -> None:
+        image = self.pipe.video_processor.preprocess(Image.fromarray(p.image), height=p.height, width=p.width)
+        ctx["latents"], ctx["condition"] = self.pipe.prepare_latents(
+            image, p.n, 16, p.height, p.width, p.num_frames, torch.float32, torch.device("cpu"), _one_or_list(gens)
+        )
+
+    def model_input(self, ctx: dict) -> torch.Tensor:
+        return torch.cat([ctx["latents"], ctx["condition"]], dim=1)
+
+
 FAMILIES: dict[str, type[Family]] = {
     "flux": FluxFamily,
     "sd": SDFamily,
     "wan": WanFamily,
+    "flux-kontext": FluxKontextFamily,
+    "wan-i2v": WanI2VFamily,
 }

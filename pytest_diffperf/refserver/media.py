@@ -9,14 +9,25 @@ import tempfile
 import numpy as np
 from PIL import Image
 
-IMAGE_FORMATS = {"png": "PNG", "jpeg": "JPEG", "jpg": "JPEG"}
+IMAGE_FORMATS = {"png": "PNG", "jpg": "JPEG", "webp": "WEBP"}
+JPEG_QUALITY = 75  # SGLang's output_quality "default" for images
 
 
-def encode_image(frame: np.ndarray, output_format: str) -> bytes:
-    """Encode one (H, W, 3) uint8 frame as PNG or JPEG (no metadata, so bytes depend on pixels only)."""
+def choose_image_ext(output_format: str | None, background: str | None) -> str:
+    """The file type of an image output, as SGLang's ``choose_output_image_ext``: JPEG unless asked otherwise."""
+    fmt = (output_format or "").lower()
+    if fmt in ("png", "webp", "jpeg", "jpg"):
+        return "jpg" if fmt == "jpeg" else fmt
+    if (background or "auto").lower() == "transparent":
+        return "png"
+    return "jpg"
+
+
+def encode_image(frame: np.ndarray, ext: str) -> bytes:
+    """Encode one (H, W, 3) uint8 frame as PNG, JPEG or WebP (no metadata, so bytes depend on pixels only)."""
     buf = io.BytesIO()
-    fmt = IMAGE_FORMATS[output_format]
-    Image.fromarray(frame).save(buf, format=fmt, **({"quality": 90} if fmt == "JPEG" else {}))
+    fmt = IMAGE_FORMATS[ext]
+    Image.fromarray(frame).save(buf, format=fmt, **({"quality": JPEG_QUALITY} if fmt != "PNG" else {}))
     return buf.getvalue()
 
 

@@ -1,11 +1,14 @@
-"""SGLang perf log: one ``PerfRecord`` JSON line per request, plus host-memory sampling.
+"""SGLang perf log (one ``PerfRecord`` JSON line per request) and the per-request ``server_perf_dump`` file.
 
-Lines are appended with a single ``os.write`` on an ``O_APPEND`` descriptor under a lock, so
-concurrent readers never see a partial line from this process.
+Lines carry exactly SGLang's ``RequestPerfRecord`` keys, serialised as its ``json.dumps`` does, and
+are appended with a single ``os.write`` on an ``O_APPEND`` descriptor under a lock, so concurrent
+readers never see a partial line from this process. A dump (``perf_dump_path`` in a request) is
+written to a temporary file and then ``os.replace``d, as SGLang's ``dump_benchmark_report`` does.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from datetime import datetime, timezone
@@ -13,8 +16,9 @@ from importlib import metadata
 from pathlib import Path
 
 from ..protocol import (
+    COMMIT_ENV,
     DENOISING_STAGE,
-    MEMORY_SNAPSHOT_KEYS,
+    PERF_DUMP_TAG,
     PERF_LOG_DIR_ENV,
     PERF_LOG_FILE,
     PERF_RECORD_TAG,
@@ -25,59 +29,27 @@ from ..protocol import (
 )
 
 
-def host_anon_mb() -> float:
-    """The process's anonymous resident memory (RssAnon) in MiB; 0 where /proc is unavailable."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-class MemoryTracker:
-    """Peak RssAnon per phase (``load``, ``warmup``, ``runtime``), taken at sampling points.
-
-    ``runtime`` is reset at the start of each request, so ``runtime_peak`` is that request's peak.
-    """
-
-    def __init__(self) -> None:
-        self._peaks: dict[str, float] = {}
-
-    def reset(self, phase: str) -> None:
-        self._peaks[phase] = 0.0
-
-    def sample(self, phase: str) -> None:
-        self._peaks[phase] = max(self._peaks.get(phase, 0.0), host_anon_mb())
-
-    def snapshots(self) -> dict[str, MemorySnapshot]:
-        return {
-            key: MemorySnapshot(peak_host_anon_mb=round(self._peaks.get(key.removesuffix("_peak"), 0.0), 2))
-            for key in MEMORY_SNAPSHOT_KEYS
-        }
-
-
-def _commit_hash() -> str:
+def commit_hash() -> str:
+    """``$SGLANG_GIT_COMMIT`` as SGLang reports it, else this package's version."""
+    if os.environ.get(COMMIT_ENV):
+        return os.environ[COMMIT_ENV]
     try:
         return f"pytest-diffperf-refserver-{metadata.version('pytest-diffperf')}"
     except metadata.PackageNotFoundError:
         return "pytest-diffperf-refserver"
 
 
+def stage_logging_enabled() -> bool:
+    return os.environ.get(STAGE_LOGGING_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 class PerfLog:
-    """Writer for ``$SGLANG_PERF_LOG_DIR/performance.log``; inert unless stage logging is on."""
+    """Writer for ``$SGLANG_PERF_LOG_DIR/performance.log`` (and the requests' ``perf_dump_path`` files)."""
 
     def __init__(self) -> None:
-        self.enabled = os.environ.get(STAGE_LOGGING_ENV, "").strip().lower() in (
-            "1",
-            "true",
-            "yes",
-            "on",
-        )
+        self.stage_logging = stage_logging_enabled()
         self.path = Path(os.environ.get(PERF_LOG_DIR_ENV) or os.getcwd()) / PERF_LOG_FILE
-        self._commit = _commit_hash()
+        self._commit = commit_hash()
         self._lock = threading.Lock()
 
     def write(
@@ -87,8 +59,11 @@ class PerfLog:
         steps: list[float],
         total_ms: float,
         memory: dict[str, MemorySnapshot],
+        *,
+        dump_requested: bool = False,
     ) -> PerfRecord | None:
-        if not self.enabled:
+        """Append the request's line when stage logging is on or the request asked for a dump (as SGLang)."""
+        if not (self.stage_logging or dump_requested):
             return None
         record = PerfRecord(
             request_id=request_id,
@@ -100,7 +75,7 @@ class PerfLog:
             total_duration_ms=total_ms,
             memory_snapshots=memory,
         )
-        line = (record.model_dump_json() + "\n").encode()
+        line = (json.dumps(record.model_dump()) + "\n").encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -109,3 +84,23 @@ class PerfLog:
             finally:
                 os.close(fd)
         return record
+
+    def dump(self, path: str, record: PerfRecord, model: str) -> None:
+        """Write SGLang's ``server_perf_dump`` report of ``record`` to ``path`` atomically."""
+        report = {
+            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "request_id": record.request_id,
+            "commit_hash": record.commit_hash,
+            "tag": PERF_DUMP_TAG,
+            "total_duration_ms": record.total_duration_ms,
+            "steps": [{"name": s.name, "duration_ms": s.execution_time_ms} for s in record.stages],
+            "denoise_steps_ms": [{"step": i, "duration_ms": ms} for i, ms in enumerate(record.steps)],
+            "memory_checkpoints": {name: snap.model_dump() for name, snap in record.memory_snapshots.items()},
+            "meta": {"model": model},
+        }
+        target = os.path.abspath(path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2)
+        os.replace(tmp, target)

@@ -13,8 +13,8 @@ import torch
 from ..protocol import DENOISING_STAGE
 from .families import FAMILIES
 from .faults import Faults
-from .models import BUILDERS
-from .perflog import MemoryTracker
+from .memory import MemoryTracker
+from .modules import build_modules
 from .specs import GenParams, ModelSpec
 
 NOISE_SEED_OFFSET = 0x5EED
@@ -35,9 +35,9 @@ class StagedPipeline:
         self.spec = spec
         self.faults = faults
         self.memory = memory
-        self.family = FAMILIES[spec.family](BUILDERS[spec.family]())
+        self.family = FAMILIES[spec.family](build_modules(spec.family))
         self.requests = 0  # non-warmup requests started so far
-        memory.sample("load")
+        memory.sample()
 
     def run(
         self,
@@ -46,11 +46,9 @@ class StagedPipeline:
         warmup: bool = False,
         on_step: Callable[[int, int], None] | None = None,
     ) -> RunResult:
-        phase = "warmup" if warmup else "runtime"
         faults = None if warmup else self.faults
         if not warmup:
             self.requests += 1
-            self.memory.reset("runtime")
         index = self.requests
         stages: list[tuple[str, float]] = []
         steps: list[float] = []
@@ -62,18 +60,18 @@ class StagedPipeline:
             if faults:
                 faults.after_stage(name, time.perf_counter() - t0)
             stages.append((name, (time.perf_counter() - t0) * 1000))
-            self.memory.sample(phase)
+            self.memory.sample()
 
         family, ctx = self.family, {}
         with torch.inference_mode():
             start = time.perf_counter()
             with stage("InputValidationStage"):
                 self.spec.check(p)
-                generator = torch.Generator("cpu").manual_seed(p.seed)
+                generators = [torch.Generator("cpu").manual_seed(seed) for seed in p.seeds]
             with stage("TextEncodingStage"):
                 family.encode_text(p, ctx)
             with stage("LatentPreparationStage"):
-                family.prepare_latents(p, ctx, generator)
+                family.prepare_latents(p, ctx, generators)
             with stage("TimestepPreparationStage"):
                 timesteps = family.prepare_timesteps(p, ctx)
             with stage(DENOISING_STAGE):
@@ -85,7 +83,7 @@ class StagedPipeline:
                     if faults:
                         faults.after_step(i, time.perf_counter() - t0)
                     steps.append((time.perf_counter() - t0) * 1000)
-                    self.memory.sample(phase)
+                    self.memory.sample()
                     if on_step:
                         on_step(i + 1, len(timesteps))
             with stage("DecodingStage"):

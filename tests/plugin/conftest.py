@@ -35,7 +35,8 @@ def tiny_case(case_id: str, serve_args: str = "", **changes) -> dict:
         "height": 64,
         "num_inference_steps": 4,
         "seed": 1,
-        "frameworks": {"sglang": {"serve_args": f"--warmup-mode server {serve_args}".strip()}},
+        # --memory-snapshots always: the CPU reference server then reports host memory (SGLang does so only on a device)
+        "frameworks": {"sglang": {"serve_args": f"--warmup-mode server --memory-snapshots always {serve_args}".strip()}},
         "timeout_s": 120,
     }
     case.update(changes)

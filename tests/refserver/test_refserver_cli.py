@@ -96,7 +96,9 @@ def test_console_script():
     assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == [
         "tiny/flux-t2i",
         "tiny/sd-t2i",
+        "tiny/flux-kontext-edit",
         "tiny/wan-t2v",
+        "tiny/wan-i2v",
     ]
     bad = subprocess.run(
         [exe, "serve", "--model-path", "tiny/flux-t2i", "--port", "1", "--nope"],
@@ -109,7 +111,9 @@ def test_console_script():
 
 
 def test_warmup_mode_request_logs_only_the_real_request(start_server):
-    server = start_server("tiny/flux-t2i", "--warmup-mode", "request", "--num-threads", "2")
+    server = start_server(
+        "tiny/flux-t2i", "--warmup-mode", "request", "--num-threads", "2", "--memory-snapshots", "always"
+    )
     assert "ready: tiny/flux-t2i" in server.output()
     payload, _ = server.image(**SMALL_IMAGE)
     records = server.records()
@@ -121,7 +125,8 @@ def test_warmup_mode_request_logs_only_the_real_request(start_server):
 
 
 def test_perf_log_lines_stay_whole_under_concurrent_writers(tmp_path, monkeypatch):
-    from pytest_diffperf.refserver.perflog import MemoryTracker, PerfLog
+    from pytest_diffperf.refserver.memory import MemoryTracker
+    from pytest_diffperf.refserver.perflog import PerfLog
 
     monkeypatch.setenv("SGLANG_DIFFUSION_STAGE_LOGGING", "1")
     monkeypatch.setenv("SGLANG_PERF_LOG_DIR", str(tmp_path))
@@ -133,7 +138,7 @@ def test_perf_log_lines_stay_whole_under_concurrent_writers(tmp_path, monkeypatc
 
     def write(log: PerfLog, tag: str) -> None:
         for i in range(100):
-            log.write(f"{tag}-{i}", stages, [1.0] * 200, 100.0, MemoryTracker().snapshots())
+            log.write(f"{tag}-{i}", stages, [1.0] * 200, 100.0, MemoryTracker("always").snapshots())
 
     threads = [threading.Thread(target=write, args=(log, f"w{i}")) for i, log in enumerate(logs * 2)]
     for t in threads:

@@ -67,32 +67,32 @@ def test_bundled_plan_keeps_server_groups_together():
     matrix = json.loads(result.stdout)
     assert matrix == {
         "include": [
-            {"shard": 1, "of": 2, "scenarios": ["sd_tiny_t2i", "sd_tiny_t2i_192"], "servers": 1, "estimated_s": 16.2},
+            {"shard": 1, "of": 2, "scenarios": ["wan_tiny_t2v", "wan_tiny_i2v"], "servers": 2, "estimated_s": 34.7},
             {
                 "shard": 2,
                 "of": 2,
-                "scenarios": ["flux_tiny_t2i", "flux_tiny_t2i_8steps", "wan_tiny_t2v"],
-                "servers": 2,
-                "estimated_s": 28.1,
+                "scenarios": ["flux_tiny_t2i", "flux_tiny_t2i_8steps", "sd_tiny_t2i", "sd_tiny_t2i_192", "flux_kontext_tiny_edit"],
+                "servers": 3,
+                "estimated_s": 37.5,
             },
         ]
-    }
-    assert "5 scenarios, 3 server groups, estimated 44 s; 2 shard(s):" in result.stderr
-    assert "shard 2/2: 3 scenarios, 2 server starts, estimated 28 s" in result.stderr
+    }  # fmt: skip
+    assert "7 scenarios, 5 server groups, estimated 72 s; 2 shard(s):" in result.stderr
+    assert "shard 2/2: 5 scenarios, 3 server starts, estimated 37 s" in result.stderr
 
 
 def test_without_a_case_file_each_scenario_is_its_own_group_and_n_is_chosen():
     result = plan("data/perf_baselines/cpu.json", "--target-time", "20", "--min-time", "10")
     assert result.returncode == 0, result.stderr
     entries = json.loads(result.stdout)["include"]
-    assert len(entries) == 4  # ceil(61.0 / 20), within [ceil(61 / 2400), floor(61 / 10)]
-    assert sum(e["servers"] for e in entries) == 5
+    assert len(entries) == 5  # ceil(88.9 / 20), within [ceil(88.9 / 2400), floor(88.9 / 10)]
+    assert sum(e["servers"] for e in entries) == 7
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([*BUNDLED, "--shards", "4"], "cannot make 4 shards of 3 server group(s): use 1 to 3 shards"),
+        ([*BUNDLED, "--shards", "6"], "cannot make 6 shards of 5 server group(s): use 1 to 5 shards"),
         ([*BUNDLED, "--shards", "0"], "--shards: expected a positive number, got 0"),
         ([*BUNDLED, "--shards", "2", "--target-time", "60"], "--shards: give either --shards or --target-time"),
         ([*BUNDLED, "--max-time", "-5"], "--max-time: expected a positive number, got -5"),

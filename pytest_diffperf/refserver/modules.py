@@ -1,4 +1,4 @@
-"""Built-in tiny models: real diffusers/transformers modules with seeded random weights.
+"""Torch modules of the built-in tiny models: real diffusers/transformers modules with seeded random weights.
 
 Nothing is downloaded: configs are written here, weights come from ``torch.manual_seed`` before
 each module is built, tokenizers are byte-level BPEs built in memory.
@@ -178,7 +178,7 @@ def build_sd() -> dict[str, Any]:
     }
 
 
-def build_wan() -> dict[str, Any]:
+def build_wan(in_channels: int = 16, seed_offset: int = 20) -> dict[str, Any]:
     from diffusers import (
         AutoencoderKLWan,
         FlowMatchEulerDiscreteScheduler,
@@ -187,14 +187,14 @@ def build_wan() -> dict[str, Any]:
 
     return {
         "tokenizer": t5_tokenizer(64),
-        "text_encoder": _seeded(21, lambda: UMT5EncoderModel(_t5_config(UMT5Config, 64))),
+        "text_encoder": _seeded(seed_offset + 1, lambda: UMT5EncoderModel(_t5_config(UMT5Config, 64))),
         "transformer": _seeded(
-            22,
+            seed_offset + 2,
             lambda: WanTransformer3DModel(
                 patch_size=(1, 2, 2),
                 num_attention_heads=4,
                 attention_head_dim=32,
-                in_channels=16,
+                in_channels=in_channels,
                 out_channels=16,
                 text_dim=64,
                 freq_dim=64,
@@ -204,7 +204,7 @@ def build_wan() -> dict[str, Any]:
             ),
         ),
         "vae": _seeded(
-            23,
+            seed_offset + 3,
             lambda: AutoencoderKLWan(
                 base_dim=16,
                 z_dim=16,
@@ -217,8 +217,15 @@ def build_wan() -> dict[str, Any]:
     }
 
 
-BUILDERS: dict[str, Callable[[], dict[str, Any]]] = {
+MODULE_BUILDERS: dict[str, Callable[[], dict[str, Any]]] = {
     "flux": build_flux,
     "sd": build_sd,
     "wan": build_wan,
+    "flux-kontext": build_flux,  # the same tiny Flux modules; Kontext conditions on image latents
+    "wan-i2v": lambda: build_wan(in_channels=36, seed_offset=30),  # 16 noise + 4 mask + 16 image channels
 }
+
+
+def build_modules(family: str) -> dict[str, Any]:
+    """The seeded torch modules, tokenizers and scheduler of one model family."""
+    return MODULE_BUILDERS[family]()
