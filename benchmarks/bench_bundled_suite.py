@@ -40,7 +40,7 @@ def run(profile: str) -> dict:
         if proc.returncode != 0:
             sys.exit(f"suite failed:\n{proc.stdout[-3000:]}")
         doc = json.loads(results.read_text())
-        times = {tc.get("name"): float(tc.get("time")) for tc in ET.parse(junit).iter("testcase")}
+        times = {tc.get("name"): float(tc.get("time") or 0) for tc in ET.parse(junit).iter("testcase")}
     cases = json.loads((REPO / "data" / "cases.json").read_text())["cases"]
     warmups = {c["id"]: c.get("perf_warmup_requests", 0) for c in cases}
     started_by: dict[int, str] = {}
@@ -48,8 +48,11 @@ def run(profile: str) -> dict:
     for scenario in doc["scenarios"]:
         rows = [r for r in doc["rows"] if r["case"] == scenario["case"]]
         pid = scenario["server"]["pid"]
-        load_s = scenario["server"]["load_ms"] / 1000 if started_by.setdefault(pid, scenario["case"]) == scenario[
-            "case"] else 0.0
+        load_s = (
+            scenario["server"]["load_ms"] / 1000
+            if started_by.setdefault(pid, scenario["case"]) == scenario["case"]
+            else 0.0
+        )
         client_s = sum(r["client_ms"] for r in rows) / 1000
         client_s += warmups[scenario["case"]] * statistics.median(r["client_ms"] for r in rows) / 1000
         per_scenario.append({

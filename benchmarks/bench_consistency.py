@@ -30,8 +30,8 @@ from PIL import Image
 
 from pytest_diffperf.consistency import check_output, clip, config_from_env
 from pytest_diffperf.consistency.metrics import cosine, pixel_metrics
-from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS
+from pytest_diffperf.errors import DiffperfError
 
 WIDTH, HEIGHT, NUM_FRAMES = 768, 512, 81
 
@@ -96,14 +96,15 @@ def main() -> int:
         cold = time.perf_counter() - start
         picks = cfg.frame_spec.select(len(out_video))
         outs = [out_video[i] for i, _ in picks]
-        ours_t, theirs_t = [], []  # (wall, CPU) seconds; CPU time is less sensitive to other jobs
+        ours_t: list[tuple[float, float]] = []  # (wall, CPU) seconds; CPU time is less sensitive to other jobs
+        theirs_t: list[tuple[float, float]] = []
         for _ in range(args.repeats):  # interleaved, so that machine load hits both alike
-            start = (time.perf_counter(), time.process_time())
+            wall, cpu = time.perf_counter(), time.process_time()
             result = check_output("bench", 1, True, "mp4", out_video, thresholds, cfg)
-            ours_t.append((time.perf_counter() - start[0], time.process_time() - start[1]))
-            start = (time.perf_counter(), time.process_time())
+            ours_t.append((time.perf_counter() - wall, time.process_time() - cpu))
+            wall, cpu = time.perf_counter(), time.process_time()
             theirs = sglang_way(embedder, outs, result.gt_files)
-            theirs_t.append((time.perf_counter() - start[0], time.process_time() - start[1]))
+            theirs_t.append((time.perf_counter() - wall, time.process_time() - cpu))
         ours = [(f.metrics.clip, f.metrics.ssim, f.metrics.psnr, f.metrics.mad) for f in result.frames]
     assert [v[1:] for v in ours] == [v[1:] for v in theirs], f"metrics differ:\n {ours}\n {theirs}"
     clip_diff = max(abs(a[0] - b[0]) for a, b in zip(ours, theirs, strict=True))

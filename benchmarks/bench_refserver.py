@@ -51,7 +51,6 @@ WORKLOADS = {
 }
 
 
-
 def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
     """Run one request to completion; returns (request id, client-side seconds)."""
     t0 = time.perf_counter()
@@ -97,6 +96,7 @@ def bench_model(model: str, repeats: int, threads: int) -> dict:
     url = f"http://127.0.0.1:{port}"
     try:
         marker_ns = None
+        assert proc.stdout is not None
         for line in proc.stdout:
             marker_ns = parse_load_marker(line) if LOAD_MARKER in line else None
             if marker_ns:

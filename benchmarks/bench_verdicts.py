@@ -74,8 +74,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_diffperf.perf.limits import Check, CheckKind, get_preset, judge, limit, plan_checks, stage_name
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
-from pytest_diffperf.perf.limits import Check, get_preset, judge, limit, plan_checks, stage_name
 from pytest_diffperf.protocol import DENOISING_STAGE
 from pytest_diffperf.verdicts.ab import base_levels, noisier_than_prior
 from pytest_diffperf.verdicts.ab import judge as judge_ab
@@ -327,7 +327,7 @@ class Checks:
     """Per trial, each timing check's expected value and limit (``(trials, checks)``), from ``limits.plan_checks``."""
 
     names: list[str]
-    kinds: list[str]
+    kinds: list[CheckKind]
     expected: np.ndarray
     limits: np.ndarray
     sample: list[list[Check]]  # the first trials' real Check objects, to cross-check the vectorised rule

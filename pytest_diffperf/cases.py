@@ -21,8 +21,8 @@ from pydantic import (
     PositiveInt,
 )
 
-from .errors import DiffperfError
 from ._util.jsonfile import read_json_object, validate
+from .errors import DiffperfError
 from .sglang.casefile import case_file_data
 from .sglang.source import is_sglang_source
 

@@ -102,7 +102,6 @@ def checks_host_anon(platform: str) -> bool:
     return device_kind(platform) in ("cuda", "cpu")
 
 
-
 # Each platform's visible-devices variable (CUDA's for the GPU platforms and the CPU).
 CUDA_ENV = "CUDA_VISIBLE_DEVICES"
 PLATFORM_ENV = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "musa": "MUSA_VISIBLE_DEVICES", "xpu_b60": "ZE_AFFINITY_MASK"}

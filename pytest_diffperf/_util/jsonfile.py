@@ -6,8 +6,9 @@ Every problem becomes one ``DiffperfError`` naming the file, the JSON path and w
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -48,6 +49,7 @@ def parse_json(path: Path) -> tuple[Any, list[str]]:
 
 def _locate(node: Any, dups: dict[int, list[str]], where: str) -> list[str]:
     """JSON paths of the duplicated keys recorded in ``dups`` (by object id) under ``node``."""
+    children: Iterable[tuple[object, Any]]
     if isinstance(node, dict):
         found = [join(where, key) for key in dups.get(id(node), [])]
         children = node.items()
@@ -106,7 +108,10 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def validate(model: type[BaseModel], data: Any, source: Path, prefix: str) -> Any:
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], data: Any, source: Path, prefix: str) -> M:
     """``model.model_validate(data)``, raising one DiffperfError naming file and key."""
     try:
         return model.model_validate(data)

@@ -12,11 +12,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..compare import history
+from .._util.text import format_table
 from ..cases import load_case_file
+from ..compare import history
 from ..compare.engine import Run, comparison_document, plan_runs, run_all
 from ..errors import DiffperfError
-from .._util.text import format_table
 from ..serving.pool import ServerPool
 
 DRY_RUN_PORT = 30000

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from .._util.atomicfile import dumps_json, write_atomic
-from ..perf.baselines import load_baselines
-from ..cases import CaseFile, unmatched
 from .._util.jsonfile import validate
+from ..cases import CaseFile, unmatched
+from ..perf.baselines import load_baselines
 from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS
 from ..sglang import caselist
 from ..sglang.casefile import case_file_data

@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from ..perf.baselines import load_baselines, select_scenarios
 from ..cases import load_cases
 from ..errors import DiffperfError
-from ..serving.launchers import get_launcher
-from ..serving.launchers import group_key
+from ..perf.baselines import load_baselines, select_scenarios
+from ..serving.launchers import get_launcher, group_key
 from ..sharding.plan import MAX_SHARDS, MAX_TIME_S, MIN_TIME_S, TARGET_TIME_S, assign, choose_count, server_groups
 
 CHOICE_OPTIONS = ("target_time", "min_time", "max_time", "max_shards")
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _limits(args: argparse.Namespace) -> dict[str, float]:
+def _limits(args: argparse.Namespace) -> dict[str, Any]:
     given = {name: getattr(args, name) for name in CHOICE_OPTIONS if getattr(args, name) is not None}
     if args.shards is not None and given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)

@@ -8,11 +8,11 @@ import json
 import textwrap
 from dataclasses import asdict
 
-from ..perf.baselines import BaselineSet, load_baselines
-from ..perf.schema import ScenarioBaseline
-from ..errors import DiffperfError
 from .._util.text import format_table
+from ..errors import DiffperfError
+from ..perf.baselines import BaselineSet, load_baselines
 from ..perf.limits import PER_FRAME_STAGE, Check, get_preset, plan_checks
+from ..perf.schema import ScenarioBaseline
 
 VIDEO_MARKERS = ("t2v", "i2v", "v2v", "ref2v", "video")
 

@@ -19,12 +19,12 @@ from typing import Any
 
 from .._util.git import head_commit
 from ..cases import Case, CaseFile
-from ..serving.client import RequestError
 from ..errors import DiffperfError
-from ..serving.launchers import Launcher, ServerSpec, get_launcher
 from ..perf.measurement import Measurement
-from ..serving.pool import ServerPool
+from ..serving.client import RequestError
+from ..serving.launchers import Launcher, ServerSpec, get_launcher
 from ..serving.measure import Sample, measure
+from ..serving.pool import ServerPool
 from ..serving.process import ServerError
 
 DEFAULT_FRAMEWORK = "sglang"

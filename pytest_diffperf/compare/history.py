@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import DiffperfError
 from .._util.jsonfile import validate
+from ..errors import DiffperfError
 
 
 class HistoryResult(BaseModel):

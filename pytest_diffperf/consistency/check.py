@@ -14,9 +14,9 @@ from ..errors import DiffperfError
 from . import artifacts, embcache, groundtruth, manifest
 from .clip import Embedder, get_embedder
 from .config import ConsistencyConfig
-from .thresholds import Thresholds
 from .metrics import check_frame, cosine, pixel_metrics
 from .result import PREFIX, ConsistencyFailure, ConsistencyResult, FrameResult, frame_line, thresholds_line
+from .thresholds import Thresholds
 
 
 def check_output(
@@ -207,7 +207,8 @@ def _clip_similarities(
     for j, i in enumerate(todo):
         gt_embs[i] = embs[len(outs) + j]
         embcache.store(keys[i], embs[len(outs) + j])
-    return [cosine(o, g) for o, g in zip(embs[: len(outs)], gt_embs, strict=True)]
+    filled = [e for e in gt_embs if e is not None]  # every one, now
+    return [cosine(o, g) for o, g in zip(embs[: len(outs)], filled, strict=True)]
 
 
 def _summary(result: ConsistencyResult, failed: list[FrameResult]) -> str:

@@ -72,7 +72,7 @@ class Embedder:
                     pretrained_image=False,
                     pretrained_text=False,
                 )
-        except Exception as exc:  # open_clip raises bare RuntimeError/KeyError/... for bad checkpoints
+        except Exception as exc:  # noqa: BLE001 (open_clip raises bare RuntimeError/KeyError/... for bad checkpoints)
             raise DiffperfError(
                 f"cannot build open_clip model {model_name!r} with weights {weights.path or 'none'}: {exc}",
                 source="--diffperf-clip-pretrained",

@@ -8,6 +8,7 @@ Environment: ``SGLANG_CONSISTENCY_GT_DIR`` (GT folder when no option sets one);
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -89,13 +90,33 @@ def config_from_env(
     )
 
 
-def validate_config(cfg: ConsistencyConfig) -> None:
-    """Fail early with one DiffperfError: no GT folder, unknown CLIP model, weights not available.
+EXTRA_MODULES = ("torch", "open_clip", "skimage")  # what the 'consistency' extra installs
 
-    Loads no model (imports open_clip); call it once at session start when cases will be compared.
+
+def require_extra() -> None:
+    """DiffperfError naming the extra to install when the comparison's libraries are missing."""
+    missing = []
+    for name in EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise DiffperfError(
+            f"comparing outputs needs the 'consistency' extra ({', '.join(missing)} missing): "
+            "pip install 'pytest-diffperf[consistency]'",
+            source="consistency",
+        )
+
+
+def validate_config(cfg: ConsistencyConfig) -> None:
+    """Fail early with one DiffperfError: the extra missing, no GT folder, unknown CLIP model, weights not available.
+
+    Loads no model (imports the extra's libraries); call it once at session start when cases will be compared.
     """
     if cfg.skip and not cfg.regen:
         return
+    require_extra()
     if cfg.gt_dir is None:
         raise DiffperfError(
             "no ground-truth folder: set --diffperf-gt-dir (ini diffperf_gt_dir) or SGLANG_CONSISTENCY_GT_DIR",

@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .thresholds import Thresholds
-from .metrics import METRICS, FrameMetrics, json_number
 from ..errors import DiffperfFailure
+from .metrics import METRICS, FrameMetrics, json_number
+from .thresholds import Thresholds
 
 PREFIX = "CONSISTENCY:"  # every failure message starts with this; perf failures never do
 

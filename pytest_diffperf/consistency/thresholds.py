@@ -14,9 +14,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from ..errors import DiffperfError
 from .._util.findings import Finding, schema_problems
 from .._util.jsonfile import STRICT, read_json_object, validate
+from ..errors import DiffperfError
 from ..platforms import DEFAULT_GPU, canonical_platform, threshold_file_stems
 
 SINGLE_FILE = "consistency_threshold.json"

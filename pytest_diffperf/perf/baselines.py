@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._util.jsonfile import join, kind, read_json_object, validate
 from ..cases import Case
 from ..errors import DiffperfError
-from .._util.jsonfile import join, kind, read_json_object, validate
 from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
 from .schema import Sampling, ScenarioBaseline, Tolerances
 
@@ -49,7 +49,7 @@ class BaselineSet:
     step_fractions: list[float]
     scenarios: dict[str, ScenarioBaseline]
     source: dict[str, Path]
-    raw: dict[Path, dict] = field(repr=False)
+    raw: dict[Path, dict[str, Any]] = field(repr=False)
     flat_tolerances: bool = False  # a legacy flat tolerances dict: serves every profile name
     runner_prefix: str | None = None  # the runner_overrides prefix that was applied
 
@@ -151,7 +151,7 @@ def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name
     for f in files:
         for name, entry in scenario_dicts(raw[f], f).items():
             scenario = validate(ScenarioBaseline, entry, f, join("scenarios", name))
-            if f == primary and name in overrides:
+            if f == primary and prefix is not None and name in overrides:
                 where = join(join("runner_overrides", prefix), name)
                 scenario = validate(ScenarioBaseline, {**entry, **overrides[name]}, f, where)
             scenarios[name] = scenario
@@ -233,4 +233,4 @@ def select_scenarios(baselines: BaselineSet, cases: Mapping[str, Case], hardware
 
 def _fragment_of(baselines: BaselineSet, scenario_id: str) -> str | None:
     source = baselines.source[scenario_id].as_posix()
-    return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS) if source.endswith("/" + rel)), None)
+    return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True) if source.endswith("/" + rel)), None)

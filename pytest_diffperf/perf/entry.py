@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .schema import ScenarioBaseline
 from .measurement import Measurement
+from .schema import ScenarioBaseline
 
 
 def representative(measurement: Measurement) -> int:

@@ -12,10 +12,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .measurement import Measurement
-from .schema import ScenarioBaseline, Tolerances
 from ..errors import DiffperfError
 from ..protocol import DENOISING_STAGE
+from .measurement import Measurement
+from .schema import ScenarioBaseline, Tolerances
 
 PER_FRAME_STAGE = "per_frame_generation"
 STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
@@ -145,7 +145,7 @@ def plan_checks(
     def timing(rel: float) -> float:
         return rel if tt is None else max(rel, tt)
 
-    def add(name: str, kind: str, expected: float, rel: float, pad: float, key: str, unit: str = "ms") -> None:
+    def add(name: str, kind: CheckKind, expected: float, rel: float, pad: float, key: str, unit: str = "ms") -> None:
         checks.append(Check(name, kind, expected, rel, pad, limit(expected, rel, pad), key, unit))
 
     checks: list[Check] = []
@@ -188,7 +188,14 @@ def plan_checks(
 
 
 def _plan_memory(
-    scenario: ScenarioBaseline, tol: Tolerances, preset: Preset, memory, add, *, vram: bool, host_anon: bool
+    scenario: ScenarioBaseline,
+    tol: Tolerances,
+    preset: Preset,
+    memory: Mapping[str, float] | None,
+    add: Callable[..., None],
+    *,
+    vram: bool,
+    host_anon: bool,
 ) -> None:
     """VRAM (allocated when the baseline and measurement have it, else reserved), warmup, host."""
 

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .._util.findings import Finding, bare, read_for_lint, schema_problems
+from .._util.findings import Finding, Severity, bare, read_for_lint, schema_problems
 from .._util.jsonfile import join
 from ..errors import DiffperfError
 from ..protocol import DENOISING_STAGE
@@ -102,15 +102,19 @@ def _lint_overrides(path: Path, overrides: Any, scenarios: dict[str, Any]) -> li
             if isinstance(scenarios[name], dict):
                 merged = {**scenarios[name], **fields}
                 where = join(join("runner_overrides", prefix), name)
-                out += [Finding("error", str(path), name, k, m) for k, m in schema_problems(ScenarioBaseline, merged, where)]
+                out += [
+                    Finding("error", str(path), name, k, m) for k, m in schema_problems(ScenarioBaseline, merged, where)
+                ]
     return out
 
 
-def lint_scenario(entry: Any) -> list[tuple[str, str, str]]:
+def lint_scenario(entry: Any) -> list[tuple[Severity, str, str]]:
     """(severity, key, message) for one scenario entry."""
     if not isinstance(entry, dict):
         return [("error", "", "expected an object")]
-    errors = [("error", key, msg) for key, msg in schema_problems(ScenarioBaseline, entry)]
+    errors: list[tuple[Severity, str, str]] = [
+        ("error", key, msg) for key, msg in schema_problems(ScenarioBaseline, entry)
+    ]
     unknown = [k for k in entry if k not in ScenarioBaseline.model_fields]
     out = errors + [("warning", k, "unknown key (kept, not used by the checks)") for k in unknown]
     if errors:

@@ -26,7 +26,7 @@ def _one_or_list(generators: list[torch.Generator]) -> torch.Generator | list[to
     return generators[0] if len(generators) == 1 else generators
 
 
-def _tokens(tokenizer: Any, texts: list[str], length: int) -> dict[str, torch.Tensor]:
+def _tokens(tokenizer: Any, texts: list[str], length: int) -> Any:
     return tokenizer(
         texts,
         padding="max_length",
@@ -36,9 +36,32 @@ def _tokens(tokenizer: Any, texts: list[str], length: int) -> dict[str, torch.Te
     )
 
 
+def _input_image(p: GenParams) -> np.ndarray:
+    """The request's input picture (image-edit and image-to-video models are only called with one)."""
+    assert p.image is not None, "this model needs an input image"
+    return p.image
+
+
 class Family:
+    """One method per SGLang stage; a subclass implements them after its diffusers pipeline."""
+
     def __init__(self, components: dict[str, Any]):
         self.c = components
+
+    def encode_text(self, p: GenParams, ctx: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def prepare_latents(self, p: GenParams, ctx: dict[str, Any], gens: list[torch.Generator]) -> None:
+        raise NotImplementedError
+
+    def prepare_timesteps(self, p: GenParams, ctx: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def denoise_step(self, p: GenParams, ctx: dict[str, Any], t: Any) -> None:
+        raise NotImplementedError
+
+    def decode(self, p: GenParams, ctx: dict[str, Any]) -> torch.Tensor:
+        raise NotImplementedError
 
     def scheduler(self) -> Any:
         """A fresh scheduler per request: diffusers schedulers keep per-run state."""
@@ -218,7 +241,7 @@ class FluxKontextFamily(FluxFamily):
         )
 
     def prepare_latents(self, p: GenParams, ctx: dict, gens: list[torch.Generator]) -> None:
-        image = self.pipe.image_processor.preprocess(Image.fromarray(p.image), height=p.height, width=p.width)
+        image = self.pipe.image_processor.preprocess(Image.fromarray(_input_image(p)), height=p.height, width=p.width)
         latents, image_latents, latent_ids, image_ids = self.pipe.prepare_latents(
             image, p.n, 16, p.height, p.width, torch.float32, torch.device("cpu"), _one_or_list(gens)
         )
@@ -243,7 +266,7 @@ class WanI2VFamily(WanFamily):
         )
 
     def prepare_latents(self, p: GenParams, ctx: dict, gens: list[torch.Generator]) -> None:
-        image = self.pipe.video_processor.preprocess(Image.fromarray(p.image), height=p.height, width=p.width)
+        image = self.pipe.video_processor.preprocess(Image.fromarray(_input_image(p)), height=p.height, width=p.width)
         ctx["latents"], ctx["condition"] = self.pipe.prepare_latents(
             image, p.n, 16, p.height, p.width, p.num_frames, torch.float32, torch.device("cpu"), _one_or_list(gens)
         )

@@ -50,7 +50,7 @@ def encode_mp4(frames: np.ndarray, fps: int) -> bytes:
             ffmpeg_params=["-threads", "1"],
         ) as writer:
             for frame in frames:
-                writer.append_data(frame)
+                writer.append_data(frame)  # type: ignore[attr-defined]  # the FFMPEG writer's method, untyped
         with open(path, "rb") as fh:
             return fh.read()
     finally:

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -62,7 +63,7 @@ class StagedPipeline:
             stages.append((name, (time.perf_counter() - t0) * 1000))
             self.memory.sample()
 
-        family, ctx = self.family, {}
+        family, ctx = self.family, dict[str, Any]()
         with torch.inference_mode():
             start = time.perf_counter()
             with stage("InputValidationStage"):

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DiffperfError
+
+_scanstring: Callable[[str, int], tuple[str, int]] = getattr(json.decoder, "scanstring")  # noqa: B009 (untyped in typeshed)
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -113,7 +115,7 @@ def _members(text: str, start: int) -> list[Member]:
     while True:
         if text[i : i + 1] != '"':
             raise DiffperfError(f"invalid JSON near character {i}")
-        key, after_key = json.decoder.scanstring(text, i + 1)
+        key, after_key = _scanstring(text, i + 1)
         colon = _skip(text, after_key)
         if text[colon : colon + 1] != ":":
             raise DiffperfError(f"invalid JSON near character {colon}")
@@ -132,7 +134,7 @@ def _members(text: str, start: int) -> list[Member]:
 
 
 def _key_end(text: str, member: Member) -> int:
-    return json.decoder.scanstring(text, member.key_start + 1)[1]
+    return _scanstring(text, member.key_start + 1)[1]
 
 
 def _skip(text: str, i: int) -> int:

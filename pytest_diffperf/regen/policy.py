@@ -92,6 +92,7 @@ def decide(
     """The new entry of one scenario, and why."""
     if existing is None:
         return Decision("added", dict(measured), "no baseline yet")
+    action: Action
     if policy == "tighten":
         action, entry, reason = _tighten(existing, measured)
     elif policy == "replace":
@@ -113,7 +114,9 @@ def _merge(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str
     return entry
 
 
-def _improve(existing: Mapping[str, Any], merged: dict[str, Any], min_improvement: float) -> tuple[str, dict, str]:
+def _improve(
+    existing: Mapping[str, Any], merged: dict[str, Any], min_improvement: float
+) -> tuple[Action, dict[str, Any], str]:
     old_e2e, new_e2e = _number(existing, "expected_e2e_ms"), _number(merged, "expected_e2e_ms")
     if not old_e2e or new_e2e is None:
         return "kept", dict(existing), "the baseline's e2e is 0 or missing: nothing to improve on"
@@ -128,7 +131,7 @@ def _improve(existing: Mapping[str, Any], merged: dict[str, Any], min_improvemen
     return "replaced", merged, f"{e2e_text}, no top-level metric worse"
 
 
-def _tighten(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[str, dict, str]:
+def _tighten(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[Action, dict[str, Any], str]:
     old_steps, new_steps = existing.get(STEPS), measured.get(STEPS, {})
     if isinstance(old_steps, dict) and set(old_steps) != set(new_steps):
         reason = (

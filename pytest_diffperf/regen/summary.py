@@ -28,9 +28,10 @@ def summary_lines(records: list[dict[str, Any]], settings: RegenSettings) -> lis
         "",
     ]
     lines += format_table(
-        [("scenario", "action", "reason")] + [(r["scenario"], r["action"], r["reason"]) for r in records], right_from=None
+        [("scenario", "action", "reason")] + [(r["scenario"], r["action"], r["reason"]) for r in records],
+        right_from=None,
     )
-    changed = [(r["scenario"], *c) for r in records for c in r["changes"] if c[1] is not None]
+    changed = [(r["scenario"], key, old, new) for r in records for key, old, new in r["changes"] if old is not None]
     if changed:
         lines += ["", *format_table(_field_counts(changed), right_from=1)]
         largest = _largest(changed)
@@ -39,24 +40,25 @@ def summary_lines(records: list[dict[str, Any]], settings: RegenSettings) -> lis
     return lines
 
 
-def _field_counts(changed: list[tuple[str, str, float | None, float]]) -> list[tuple[str, ...]]:
+def _field_counts(changed: list[tuple[str, str, float, float]]) -> list[tuple[str, ...]]:
     lowered: Counter[str] = Counter()
     raised: Counter[str] = Counter()
     for _, key, old, new in changed:
         group = key.split(".", 1)[0] + ".*" if key.startswith("denoise_step_ms.") else key
         (lowered if new < old else raised)[group] += 1
     fields = sorted(set(lowered) | set(raised))
-    return [("field", "lowered", "raised")] + [(f, str(lowered[f]), str(raised[f])) for f in fields]
+    rows: list[tuple[str, ...]] = [("field", "lowered", "raised")]
+    return rows + [(f, str(lowered[f]), str(raised[f])) for f in fields]
 
 
-def _largest(changed: list[tuple[str, str, float | None, float]]) -> list[tuple[str, ...]]:
+def _largest(changed: list[tuple[str, str, float, float]]) -> list[tuple[str, ...]]:
     relative = [
         (new / old - 1, sid, key, old, new)
         for sid, key, old, new in changed
         if old and abs(new - old) >= MIN_ABS_CHANGE
     ]
     relative.sort(key=lambda x: -abs(x[0]))
-    rows = [("scenario", "field", "old", "new", "change")]
+    rows: list[tuple[str, ...]] = [("scenario", "field", "old", "new", "change")]
     return rows + [
         (sid, key, f"{old:.2f}", f"{new:.2f}", f"{rel:+.1%}") for rel, sid, key, old, new in relative[:LARGEST]
     ]

@@ -17,10 +17,10 @@ from typing import Any
 
 from .._util import atomicfile
 from .._util.git import head_commit
-from ..perf.baselines import BaselineSet, fragment_path
 from ..errors import DiffperfError
-from .jsonedit import set_member
+from ..perf.baselines import BaselineSet, fragment_path
 from ..platforms import FRAGMENT_PLATFORMS, canonical_platform
+from .jsonedit import set_member
 from .policy import Decision, RegenSettings, decide
 
 
@@ -49,7 +49,7 @@ def check_writable(path: Path) -> None:
 
 def run_metadata(policy: str, hardware: str | None, repo: Path, today: datetime.date | None = None) -> dict[str, str]:
     """``metadata.last_updated`` and ``description`` recording this run."""
-    date = (today or datetime.date.today()).isoformat()
+    date = (today or datetime.datetime.now(datetime.timezone.utc).date()).isoformat()
     platform = canonical_platform(hardware) if hardware else "unspecified hardware"
     commit = head_commit(repo)
     at = f", commit {commit}" if commit else ""

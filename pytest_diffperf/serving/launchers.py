@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from . import client
 from .. import protocol
 from ..cases import Case
 from ..errors import DiffperfError
+from . import client
 from .process import ServerPorts
 
 STRICT_PORTS = "--strict-ports"

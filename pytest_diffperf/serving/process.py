@@ -18,8 +18,8 @@ import psutil
 import requests
 
 from .. import protocol
-from ..platforms import DEVICE_ENV_VARS
 from ..errors import DiffperfFailure
+from ..platforms import DEVICE_ENV_VARS
 
 FATAL_PATTERNS = (
     "Fatal Python error:",
@@ -228,7 +228,8 @@ class ServerProcess:
 
     # -- output ----------------------------------------------------------------------------------
     def _tee(self) -> None:
-        assert self._proc and self._proc.stdout
+        assert self._proc is not None
+        assert self._proc.stdout is not None
         with open(self.log_path, "ab") as log, contextlib.suppress(ValueError, OSError):  # the pipe closed by stop
             for raw in self._proc.stdout:
                 log.write(raw)
@@ -252,22 +253,18 @@ class ServerProcess:
         return self.snapshot().section()
 
 
-
 def kill_tree(pid: int, grace: float = 5.0) -> None:
+    """SIGTERM the process and its descendants, then SIGKILL what is left after ``grace`` seconds."""
     try:
         parent = psutil.Process(pid)
     except psutil.NoSuchProcess:
         return
-    procs = parent.children(recursive=True) + [parent]
+    procs = [*parent.children(recursive=True), parent]
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             proc.terminate()
-        except psutil.NoSuchProcess:
-            pass
     _, alive = psutil.wait_procs(procs, timeout=grace)
     for proc in alive:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             proc.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(alive, timeout=grace)

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import DiffperfError
 from .._util.jsonfile import read_json_object, validate
+from ..errors import DiffperfError
 
 TABLE_PATH = Path(__file__).with_name("task_types.json")
 TABLE_ENV = "DIFFPERF_SGLANG_TASK_TYPES"

@@ -13,9 +13,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..perf.schema import ScenarioBaseline
-from ..cases import Case
 from ..errors import DiffperfError
+from ..perf.schema import ScenarioBaseline
 
 STARTUP_S = 120.0  # SGLang's server-start allowance when a scenario has no full-test estimate
 DEFAULT_S = 300.0  # SGLang's estimate for a scenario without a baseline

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..cases import Case
-from ..serving.client import Output
 from ..consistency import ConsistencyConfig, ConsistencyFailure, check_output, config_from_env, validate_config
-from .options import Settings
-from ..platforms import canonical_platform
 from ..consistency.thresholds import BUILTIN_DEFAULTS, ThresholdSet, load_thresholds
+from ..platforms import canonical_platform
+from ..serving.client import Output
+from .options import Settings
 
 
 def consistency_config(settings: Settings, regen: bool) -> ConsistencyConfig | None:

@@ -82,7 +82,8 @@ class ScenarioItem(pytest.Item):
         result = self._perf(session, samples, measurement, time.monotonic() - started)
         failure = None
         if self._compares():
-            assert session.consistency is not None and session.thresholds is not None
+            assert session.consistency is not None
+            assert session.thresholds is not None
             result.consistency, failure = compare(self.case, samples[0].output, session.consistency, session.thresholds)
         self._report(result)
         messages = [result.message] if result.verdict == "fail" else []
@@ -97,7 +98,9 @@ class ScenarioItem(pytest.Item):
     ) -> ScenarioResult:
         """Regenerated (regeneration run), unjudged (no profile, or run_perf_check false), failed for
         want of a baseline, or judged by the limit engine; with the request rows and the server."""
-        assert self.case is not None and self.server is not None and self.spec is not None
+        assert self.case is not None
+        assert self.server is not None
+        assert self.spec is not None
         regen = get_regen(self.config)
         if regen is not None:
             result, record = regen.regenerate(self.name, self.spec.key, self.server.ready_s, measurement, measure_s)

@@ -16,6 +16,7 @@ import pytest
 
 from ..errors import DiffperfError
 
+
 @dataclass(frozen=True)
 class Option:
     flag: str

@@ -57,7 +57,7 @@ class RegenSummary:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
             if name == REGEN_PROPERTY:
-                self.records[report.nodeid] = json.loads(value)
+                self.records[report.nodeid] = json.loads(str(value))
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:

@@ -34,12 +34,14 @@ class ResultsCollector:
         if SCENARIO_PROPERTY not in props:
             return
         if RESULT_PROPERTY in props:
-            self.results[report.nodeid] = ScenarioResult.model_validate_json(props[RESULT_PROPERTY])
+            self.results[report.nodeid] = ScenarioResult.model_validate_json(str(props[RESULT_PROPERTY]))
         if report.failed and self.results.get(report.nodeid, None) is None:
             first = str(report.longrepr).strip().splitlines()[:1]
-            self.results[report.nodeid] = ScenarioResult(scenario=props[SCENARIO_PROPERTY], verdict="error", message=" ".join(first))
+            self.results[report.nodeid] = ScenarioResult(
+                scenario=str(props[SCENARIO_PROPERTY]), verdict="error", message=" ".join(first)
+            )
         elif report.skipped and report.nodeid not in self.results:
-            self.results[report.nodeid] = ScenarioResult(scenario=props[SCENARIO_PROPERTY], verdict="skipped")
+            self.results[report.nodeid] = ScenarioResult(scenario=str(props[SCENARIO_PROPERTY]), verdict="skipped")
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:

@@ -46,7 +46,8 @@ def configure_xdist(config: pytest.Config, session: DiffperfSession) -> None:
 def deselect_other_shards(config: pytest.Config, items: list[pytest.Item], shard: Shard) -> None:
     """Keep this shard's scenarios; tests that are not scenarios run in shard 1."""
     mine = set(shard.scenarios)
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         scenario = item.stash.get(SCENARIO_KEY, None)
         ours = scenario in mine if scenario is not None else shard.number == 1

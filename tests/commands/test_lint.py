@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf._util.findings import Finding
 from pytest_diffperf.commands.lint import lint_file, lint_paths
 from pytest_diffperf.consistency.thresholds import threshold_files
+from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.lint import lint_baselines
 
 S = "img_t2i"

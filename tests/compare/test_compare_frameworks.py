@@ -10,12 +10,12 @@ import textwrap
 import pytest
 import requests
 
-from pytest_diffperf.serving import launchers as launchers_module
 from pytest_diffperf import protocol
-from pytest_diffperf.serving import measure as runner
-from pytest_diffperf.serving.client import Output, check_media, request_body
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.launchers import ReferenceLauncher, get_launcher
+from pytest_diffperf.serving import launchers as launchers_module
+from pytest_diffperf.serving import measure as runner
+from pytest_diffperf.serving.client import Output, check_media, request_body
 
 from ..plugin.conftest import TOLERANCES, refservers
 from .conftest import compare_here, tiny_case, write_cases

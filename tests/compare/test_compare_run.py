@@ -95,7 +95,7 @@ def test_server_figures_are_medians_of_the_measured_perf_records(folder, healthy
     _, doc = healthy
     records = perf_records(folder / "logs-healthy", 1)
     assert len(records) == 8  # per case: the warmup request, then 3 measured ones
-    for row, measured in zip(doc["results"], (records[1:4], records[5:8])):
+    for row, measured in zip(doc["results"], (records[1:4], records[5:8]), strict=True):
         assert row["server_latency_s"] == round(
             statistics.median(round(r["total_duration_ms"] / 1000, 3) for r in measured), 3
         )

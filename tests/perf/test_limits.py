@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_diffperf.perf.baselines import load_baselines
-from tests.conftest import LAYOUT
-from pytest_diffperf.perf.schema import ScenarioBaseline
-from pytest_diffperf.perf.measurement import Measurement
-from pytest_diffperf.results.tables import format_failures
 from pytest_diffperf.perf.limits import (
     Preset,
     evaluate,
@@ -24,7 +19,11 @@ from pytest_diffperf.perf.limits import (
     plan_checks,
     step_indices,
 )
+from pytest_diffperf.perf.measurement import Measurement
+from pytest_diffperf.perf.schema import ScenarioBaseline
 from pytest_diffperf.protocol import PerfRecord
+from pytest_diffperf.results.tables import format_failures
+from tests.conftest import LAYOUT
 
 SGLANG = get_preset("sglang")
 MEMORY_KEYS = (

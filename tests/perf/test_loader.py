@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_diffperf.perf.baselines import ENV_OVERRIDES, baseline_files, load_baselines
 from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.perf.baselines import ENV_OVERRIDES, baseline_files, load_baselines
 from pytest_diffperf.platforms import PLATFORMS, baseline_file_stem, canonical_platform
 
 

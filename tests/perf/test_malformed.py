@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from pytest_diffperf.perf.baselines import load_baselines
-from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.perf.limits import get_preset
 from pytest_diffperf.consistency.thresholds import load_thresholds
+from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.perf.baselines import load_baselines
+from pytest_diffperf.perf.limits import get_preset
 
 S = "scenarios.img_t2i"
 

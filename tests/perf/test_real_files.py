@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from pytest_diffperf.perf.baselines import load_baselines
-from pytest_diffperf.perf.limits import get_preset, plan_checks
 from pytest_diffperf.commands.lint import lint_paths
 from pytest_diffperf.consistency.thresholds import load_thresholds
+from pytest_diffperf.perf.baselines import load_baselines
+from pytest_diffperf.perf.limits import get_preset, plan_checks
 
 
 @pytest.mark.parametrize(

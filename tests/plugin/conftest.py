@@ -8,7 +8,7 @@ import psutil
 import pytest
 
 # Imported here so that in-process pytester runs find them loaded (numpy cannot load twice).
-import pytest_diffperf.suite.items  # noqa: F401
+import pytest_diffperf.suite.items
 import pytest_diffperf.suite.report  # noqa: F401
 
 TOLERANCES = {
@@ -36,7 +36,9 @@ def tiny_case(case_id: str, serve_args: str = "", **changes) -> dict:
         "num_inference_steps": 4,
         "seed": 1,
         # --memory-snapshots always: the CPU reference server then reports host memory (SGLang does so only on a device)
-        "frameworks": {"sglang": {"serve_args": f"--warmup-mode server --memory-snapshots always {serve_args}".strip()}},
+        "frameworks": {
+            "sglang": {"serve_args": f"--warmup-mode server --memory-snapshots always {serve_args}".strip()}
+        },
         "timeout_s": 120,
     }
     case.update(changes)

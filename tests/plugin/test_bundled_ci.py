@@ -19,16 +19,16 @@ from pytest_diffperf.cli import main
 from pytest_diffperf.sharding.devices import WORKER_PORTS
 
 REPO = Path(__file__).resolve().parents[2]
-WIDE = {
-    var: "100"
-    for var in (
+WIDE = dict.fromkeys(
+    (
         "SGLANG_E2E_TOLERANCE",
         "SGLANG_STAGE_TIME_TOLERANCE",
         "SGLANG_NON_DENOISE_STAGE_TIME_TOLERANCE",
         "SGLANG_DENOISE_STEP_TOLERANCE",
         "SGLANG_DENOISE_AGG_TOLERANCE",
-    )
-}
+    ),
+    "100",
+)
 GROUPS = {
     "flux_tiny_t2i": "flux",
     "flux_tiny_t2i_8steps": "flux",
@@ -80,7 +80,9 @@ def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run)
     assert "scheduling tests via ServerGroupScheduling" in out
     by_group: dict[str, set] = {}
     for s in doc["scenarios"]:
-        by_group.setdefault(GROUPS[s["scenario"]], set()).add((workers[s["scenario"]], s["server"]["pid"], s["server"]["port"]))
+        by_group.setdefault(GROUPS[s["scenario"]], set()).add(
+            (workers[s["scenario"]], s["server"]["pid"], s["server"]["port"])
+        )
     assert all(len(runs) == 1 for runs in by_group.values()), by_group  # one worker, one server per group
     slices = {"gw0": ("0", range(WORKER_PORTS.start, 26000)), "gw1": ("2", range(26000, WORKER_PORTS.stop))}
     for s in doc["scenarios"]:  # the first device of its worker's slice (0,1 | 2,3), a port of its worker's range
@@ -99,7 +101,7 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     plan = [sys.executable, "-m", "pytest_diffperf.cli", "plan", "data/perf_baselines/cpu.json", "--shards", "2"]
     plan += ["--cases", "data/cases.json", "--hardware", "cpu", "--server", "reference"]
     matrix = json.loads(subprocess.run(plan, cwd=REPO, check=True, capture_output=True, text=True).stdout)
-    for entry, path in zip(matrix["include"], files):  # the jobs ran what the plan says
+    for entry, path in zip(matrix["include"], files, strict=True):  # the jobs ran what the plan says
         assert [s["scenario"] for s in json.loads(Path(path).read_text())["scenarios"]] == entry["scenarios"]
     merged_path = tmp_path / "merged.json"
     assert (

@@ -16,7 +16,15 @@ REPO = Path(__file__).resolve().parents[2]
 def test_bundled_suite_passes(profile, tmp_path):
     results = tmp_path / "results.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", f"--diffperf={profile}", f"--diffperf-json={results}", "-p", "no:cacheprovider"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            f"--diffperf={profile}",
+            f"--diffperf-json={results}",
+            "-p",
+            "no:cacheprovider",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -31,7 +31,11 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
     doc = results(pytester)
     statuses = {s["scenario"]: s["consistency"]["status"] for s in doc["scenarios"]}
     assert statuses == {"img": "passed", "vid": "passed"}
-    assert [f["label"] for f in doc["scenarios"][1]["consistency"]["frames"]] == ["0", "mid", "last"]  # SGLang's GT names: _frame_0, _frame_mid, _frame_last
+    assert [f["label"] for f in doc["scenarios"][1]["consistency"]["frames"]] == [
+        "0",
+        "mid",
+        "last",
+    ]  # SGLang's GT names: _frame_0, _frame_mid, _frame_last
     assert 'name="diffperf_consistency"' in (pytester.path / "junit.xml").read_text()
     summary = json.loads((pytester.path / "art" / "consistency" / "summary.json").read_text())
     assert summary["counts"] == {"passed": 2}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import statistics
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -44,7 +44,9 @@ def test_scenario_passes_with_header_summary_json_rows_junit_and_step_summary(py
     step_summary = pytester.path / "step_summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     # the outer run turns warnings into errors; the inner one must show the plugin's warning as a warning
-    result = pytester.runpytest(*args, "-v", "--junitxml=junit.xml", "-W", f"always::{UnguardedWarning.__module__}.UnguardedWarning")
+    result = pytester.runpytest(
+        *args, "-v", "--junitxml=junit.xml", "-W", f"always::{UnguardedWarning.__module__}.UnguardedWarning"
+    )
     result.assert_outcomes(passed=2, warnings=1)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
@@ -143,7 +145,7 @@ def test_ctrl_c_stops_every_server(pytester, suite):
     time.sleep(3)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 2  # pytest's exit code for an interrupted run
-    gone, alive = psutil.wait_procs(servers, timeout=10)
+    _, alive = psutil.wait_procs(servers, timeout=10)
     assert not alive
 
 

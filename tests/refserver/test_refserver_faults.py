@@ -6,6 +6,7 @@ process can run ~1.4x slower, so non-injected figures are only checked against l
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
@@ -108,10 +109,8 @@ def test_fail_startup_exits_nonzero_before_ready(start_server):
     seen = []
     deadline = time.monotonic() + 60
     while server.proc.poll() is None and time.monotonic() < deadline:
-        try:
+        with contextlib.suppress(requests.ConnectionError):
             seen.append(requests.get(server.url + "/health", timeout=2).status_code)
-        except requests.ConnectionError:
-            pass
         time.sleep(0.05)
     assert server.wait_exit(timeout=5) != 0
     assert 200 not in seen

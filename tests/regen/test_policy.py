@@ -217,6 +217,6 @@ def test_min_improvement_errors_name_the_option(raw):
 def test_policy_names():
     assert parse_policy(" Tighten ") == "tighten"
     with pytest.raises(
-        DiffperfError, match="^--regen-policy: unknown policy 'fastest'; expected one of: replace, improve, tighten$"
+        DiffperfError, match=r"^--regen-policy: unknown policy 'fastest'; expected one of: replace, improve, tighten$"
     ):
         parse_policy("fastest")

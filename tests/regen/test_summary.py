@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf._util.atomicfile import dumps_json
-from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.regen.policy import RegenSettings, decide
-from pytest_diffperf.regen.writer import check_writable, diff, run_metadata, target_file
 from pytest_diffperf.regen.summary import summary_lines
-
+from pytest_diffperf.regen.writer import check_writable, diff, run_metadata, target_file
 
 MINIMAL = {"stages_ms": {}, "denoise_step_ms": {}, "expected_e2e_ms": 1.0, "expected_avg_denoise_ms": 0.0,
            "expected_median_denoise_ms": 0.0}  # fmt: skip
@@ -87,7 +86,7 @@ def test_check_writable(tmp_path: Path):
     with pytest.raises(DiffperfError, match=r"new.json: cannot create the file: .*file is not a folder$"):
         check_writable(tmp_path / "file" / "new.json")
     (tmp_path / "dir.json").mkdir()
-    with pytest.raises(DiffperfError, match="dir.json: the baseline file is not writable"):
+    with pytest.raises(DiffperfError, match=r"dir\.json: the baseline file is not writable"):
         check_writable(tmp_path / "dir.json")
 
 

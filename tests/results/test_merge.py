@@ -17,7 +17,14 @@ def result(scenario: str, verdict: str = "pass", message: str = "", port: int = 
     e2e = {"name": "e2e", "kind": "e2e", "actual": 500.0, "expected": 511.71, "limit": 1279.27, "rel": 1.5, "pad": 20}
     server = {"pid": 100 + port, "port": port, "load_ms": 7000.0, "log": "server.log", "devices": {}}
     checks = [e2e | {"verdict": verdict}] if verdict in ("pass", "fail") else []
-    return {"scenario": scenario, "verdict": verdict, "rows": [], "checks": checks, "message": message, "server": server} | fields
+    return {
+        "scenario": scenario,
+        "verdict": verdict,
+        "rows": [],
+        "checks": checks,
+        "message": message,
+        "server": server,
+    } | fields
 
 
 def doc(*scenarios: dict, shard: str = "1/2", **header) -> dict:
@@ -94,14 +101,7 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
     absent = "flux_tiny_t2i_8steps, sd_tiny_t2i_192, wan_tiny_t2v, flux_kontext_tiny_edit, wan_tiny_i2v"
     assert f"5 scenario(s) of {BASELINE} ran in no shard: {absent}" in out
     assert f"**5 scenario(s) ran in no shard:** {absent}" in summary.read_text()
-    complete = files(
-        doc(
-            *(
-                result(s)
-                for s in json.loads(BASELINE.read_text())["scenarios"]
-            )
-        )
-    )
+    complete = files(doc(*(result(s) for s in json.loads(BASELINE.read_text())["scenarios"])))
     assert main(["merge", *complete, "--expect-all", str(BASELINE)]) == 0
 
 
@@ -131,7 +131,10 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
             [HEADER | {"scenarios": [{"case": "a", "verdict": "pass"}]}],
             "results-1.json: scenarios.0.scenario: required key is missing",
         ),
-        ([HEADER | {"scenarios": ["a"]}], "results-1.json: scenarios.0: expected a scenario result (an object), got a string"),
+        (
+            [HEADER | {"scenarios": ["a"]}],
+            "results-1.json: scenarios.0: expected a scenario result (an object), got a string",
+        ),
         (
             [doc(result("a", "FAIL"))],
             "results-1.json: scenarios.0.verdict: expected 'pass', 'fail', 'unguarded', 'unjudged', 'error' or "

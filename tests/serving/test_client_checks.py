@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pytest_diffperf.serving import client
 from pytest_diffperf.cases import Case
+from pytest_diffperf.serving import client
 from pytest_diffperf.serving.client import InputError, Output, RequestError
 
 

@@ -8,10 +8,10 @@ import pytest
 import requests
 
 from pytest_diffperf import protocol
-from pytest_diffperf.serving import measure as runner
 from pytest_diffperf.cases import Case
-from pytest_diffperf.serving.client import RequestError
 from pytest_diffperf.launchers import Launcher, ReferenceLauncher, ServerSpec
+from pytest_diffperf.serving import measure as runner
+from pytest_diffperf.serving.client import RequestError
 from pytest_diffperf.serving.process import ServerError, ServerPorts, ServerProcess, server_ports
 
 

@@ -9,20 +9,24 @@ send). Both are parsed as the server parses them: JSON, or multipart with fields
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 import requests
 
-from pytest_diffperf.serving import client
 from pytest_diffperf.cases import Case
+from pytest_diffperf.serving import client
 
 from .harness import H100_BASELINES, Body, decode, write_input_image
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
+if os.environ.get("DIFFPERF_EXPECT_OPENAI", openai.__version__) != openai.__version__:
+    raise RuntimeError(f"expected openai {os.environ['DIFFPERF_EXPECT_OPENAI']}, imported {openai.__version__}")
 if not openai.__version__.startswith("2."):
     pytest.skip(
-        f"openai {openai.__version__}: sglang 0.5.23's harness runs with openai==2.8.0 (3.x sends videos as multipart)",
+        f"openai {openai.__version__}: sglang 0.5.23's harness runs with openai==2.8.0 (3.x sends videos as "
+        "multipart); tests/openai_pinned.sh runs this module with it, as .ci/run does",
         allow_module_level=True,
     )
 

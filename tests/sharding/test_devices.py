@@ -6,10 +6,10 @@ import socket
 
 import pytest
 
-from pytest_diffperf.platforms import device_env_var
-from pytest_diffperf.sharding.devices import WORKER_PORTS, DeviceShare, device_share, visible_devices
 from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.platforms import device_env_var
 from pytest_diffperf.serving.process import ServerError, free_port
+from pytest_diffperf.sharding.devices import WORKER_PORTS, DeviceShare, device_share, visible_devices
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_diffperf.perf.baselines import load_baselines
-from pytest_diffperf.perf.baselines import select_scenarios
+from pytest_diffperf.perf.baselines import load_baselines, select_scenarios
 from pytest_diffperf.sharding.plan import assign, server_groups
 
 REPO = Path(__file__).resolve().parents[2]

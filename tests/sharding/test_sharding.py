@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_diffperf.perf.schema import ScenarioBaseline
 from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.perf.schema import ScenarioBaseline
 from pytest_diffperf.sharding.plan import Estimate, Group, assign, choose_count, estimate, parse_shard, server_groups
 
 

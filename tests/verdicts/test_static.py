@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.perf.limits import Check, get_preset, limit, plan_checks
+from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.verdicts.static import (
     StaticNoise,
     StaticPolicy,

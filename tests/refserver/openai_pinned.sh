@@ -1,9 +1,0 @@
-#!/usr/bin/env bash
-# Run the openai SDK tests again with openai 2.8.0 (the release sglang 0.5.23 pins), installed into a
-# separate folder that goes first on PYTHONPATH; the tests fail if another openai release is imported.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-target="${OPENAI_PINNED_DIR:-.openai-2.8.0}"
-python3 -m pip install -q --no-deps --target "$target" openai==2.8.0 "httpx>=0.27,<1" "httpcore>=1,<2" h11 distro
-DIFFPERF_EXPECT_OPENAI=2.8.0 PYTHONPATH="$PWD/$target:$PWD${PYTHONPATH:+:$PYTHONPATH}" \
-    python3 -m pytest tests/refserver/test_openai_sdk.py -p no:cacheprovider "$@"
