@@ -22,6 +22,7 @@ from pathlib import Path
 
 import requests
 
+from pytest_diffperf.launchers import ReferenceLauncher, ServerSpec
 from pytest_diffperf.protocol import (
     LOAD_MARKER,
     PERF_LOG_FILE,
@@ -70,27 +71,11 @@ def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
 def bench_model(model: str, repeats: int, threads: int) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="bench-refserver-"))
     port = free_port()
-    env = dict(
-        os.environ,
-        SGLANG_DIFFUSION_STAGE_LOGGING="1",
-        SGLANG_PERF_LOG_DIR=str(workdir),
-        HF_HUB_OFFLINE="1",
-        PYTHONUNBUFFERED="1",
-    )
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest_diffperf.refserver",
-        "serve",
-        "--model-path",
-        model,
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        "--num-threads",
-        str(threads),
-    ]
+    # the command and environment the plugin starts it with (ReferenceLauncher)
+    spec = ServerSpec("reference", model, f"--log-level warning --num-threads {threads}", (), 1)
+    launcher = ReferenceLauncher()
+    env = {**os.environ, **launcher.env(spec, workdir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    cmd = launcher.command(spec, port)
     spawn_ns = time.monotonic_ns()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     url = f"http://127.0.0.1:{port}"

@@ -8,11 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "tests" / "data"
-SGLANG_DATA = REPO / "tests" / "vendor" / "sglang-data"  # SGLang's own files, unmodified (see its README)
-LAYOUT = DATA / "sglang_layout"  # perf_baselines/<platform>.json + fragments + thresholds
-SINGLE = DATA / "single_layout"  # perf_baselines.json (legacy flat tolerances)
+from tests.support.paths import LAYOUT, SGLANG_DATA, SINGLE
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SGLANG_DATA
+from tests.support.paths import SGLANG_DATA
 
 EXTRAS = ("torch", "skimage", "open_clip", "scipy", "diffusers", "transformers", "fastapi")
 PROBE = """

@@ -6,7 +6,7 @@ import filecmp
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 VENDORED = REPO / "tests" / "vendor" / "sglang-data"
 SHARED = REPO.parent / "shared" / "sglang-data"

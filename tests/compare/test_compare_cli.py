@@ -11,8 +11,10 @@ import pytest
 from pytest_diffperf.cases import load_case_file
 from pytest_diffperf.compare.engine import plan_runs
 from pytest_diffperf.launchers import ReferenceLauncher
+from tests.support.compare import compare, compare_here, write_cases
+from tests.support.suite import tiny_case
 
-from .conftest import compare, compare_here, tiny_case, write_cases
+pytestmark = pytest.mark.server  # starts server processes
 
 
 class MarkerLauncher(ReferenceLauncher):

@@ -16,9 +16,10 @@ from pytest_diffperf.launchers import ReferenceLauncher, get_launcher
 from pytest_diffperf.serving import launchers as launchers_module
 from pytest_diffperf.serving import measure as runner
 from pytest_diffperf.serving.client import Output, check_media, request_body
+from tests.support.compare import compare_here, write_cases
+from tests.support.suite import TOLERANCES, refservers, tiny_case
 
-from ..plugin.conftest import TOLERANCES, refservers
-from .conftest import compare_here, tiny_case, write_cases
+pytestmark = pytest.mark.server  # starts server processes
 
 
 class NoLogLauncher(ReferenceLauncher):

@@ -13,8 +13,10 @@ from datetime import datetime
 import pytest
 
 from pytest_diffperf.protocol import PERF_LOG_FILE
+from tests.support.compare import compare, servers_under, write_cases
+from tests.support.suite import tiny_case
 
-from .conftest import compare, servers_under, tiny_case, write_cases
+pytestmark = pytest.mark.server  # starts server processes
 
 RESULT_KEYS = [
     "case_id",

@@ -8,8 +8,9 @@ import pytest
 
 from pytest_diffperf.compare import history
 from pytest_diffperf.errors import DiffperfError
+from tests.support.compare import compare_here
 
-from .conftest import compare_here
+pytestmark = pytest.mark.server  # starts server processes
 
 
 def run(sha: str, **latencies) -> dict:

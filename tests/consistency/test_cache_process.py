@@ -9,10 +9,13 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from pytest_diffperf.consistency import check_output
 
 from .synth import VIDEO_T, video
+
+pytestmark = pytest.mark.server  # starts server processes
 
 CHILD = textwrap.dedent(
     """

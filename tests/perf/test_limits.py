@@ -23,7 +23,7 @@ from pytest_diffperf.perf.measurement import Measurement
 from pytest_diffperf.perf.schema import ScenarioBaseline
 from pytest_diffperf.protocol import PerfRecord
 from pytest_diffperf.results.tables import format_failures
-from tests.conftest import LAYOUT
+from tests.support.paths import LAYOUT
 
 SGLANG = get_preset("sglang")
 MEMORY_KEYS = (

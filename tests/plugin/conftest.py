@@ -1,48 +1,15 @@
-"""Helpers for plugin tests: a case file and a baseline file written into a pytester directory."""
+"""The ``suite`` fixture: a case file and a baseline file written into a pytester directory."""
 
 from __future__ import annotations
 
 import json
 
-import psutil
 import pytest
 
 # Imported here so that in-process pytester runs find them loaded (numpy cannot load twice).
 import pytest_diffperf.suite.items
 import pytest_diffperf.suite.report  # noqa: F401
-
-TOLERANCES = {
-    "pr_test": {"e2e": 2.0, "denoise_stage": 2.0, "non_denoise_stage": 4.0, "denoise_step": 4.0, "denoise_agg": 4.0},
-    "long_term": {"e2e": 2.0, "denoise_stage": 2.0, "non_denoise_stage": 6.0, "denoise_step": 6.0, "denoise_agg": 6.0},
-}
-GENEROUS = {  # a baseline no CPU run can exceed: for tests about anything but verdicts
-    "stages_ms": {},
-    "denoise_step_ms": {},
-    "expected_e2e_ms": 600000.0,
-    "expected_avg_denoise_ms": 60000.0,
-    "expected_median_denoise_ms": 60000.0,
-    "estimated_full_test_time_s": 30,
-}
-
-
-def tiny_case(case_id: str, serve_args: str = "", **changes) -> dict:
-    case = {
-        "id": case_id,
-        "model": "tiny/flux-t2i",
-        "task": "text-to-image",
-        "prompt": "a red bicycle",
-        "width": 64,
-        "height": 64,
-        "num_inference_steps": 4,
-        "seed": 1,
-        # --memory-snapshots always: the CPU reference server then reports host memory (SGLang does so only on a device)
-        "frameworks": {
-            "sglang": {"serve_args": f"--warmup-mode server --memory-snapshots always {serve_args}".strip()}
-        },
-        "timeout_s": 120,
-    }
-    case.update(changes)
-    return case
+from tests.support.suite import TOLERANCES
 
 
 @pytest.fixture
@@ -69,19 +36,3 @@ def suite(pytester):
         ]  # fmt: skip
 
     return write
-
-
-def refservers() -> list[psutil.Process]:
-    """Reference servers started by this test process that still run (there must be none after a run)."""
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            if "pytest_diffperf.refserver" in " ".join(proc.cmdline()):
-                found.append(proc)
-        except psutil.NoSuchProcess:
-            pass
-    return found
-
-
-def results(pytester) -> dict:
-    return json.loads((pytester.path / "results.json").read_text())

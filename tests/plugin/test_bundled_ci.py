@@ -18,6 +18,8 @@ import pytest
 from pytest_diffperf.cli import main
 from pytest_diffperf.sharding.devices import WORKER_PORTS
 
+pytestmark = pytest.mark.server  # starts server processes
+
 REPO = Path(__file__).resolve().parents[2]
 WIDE = dict.fromkeys(
     (

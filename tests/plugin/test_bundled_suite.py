@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.server  # starts server processes
+
 REPO = Path(__file__).resolve().parents[2]
 
 

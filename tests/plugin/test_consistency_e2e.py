@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
-from .conftest import GENEROUS, results, tiny_case
+import pytest
+
+from tests.support.suite import GENEROUS, results, tiny_case
+
+pytestmark = pytest.mark.server  # starts server processes
 
 CLIP = ["--diffperf-gt-dir=gt", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none"]
 

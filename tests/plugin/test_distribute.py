@@ -7,8 +7,9 @@ import json
 import pytest
 
 from pytest_diffperf.cli import main
+from tests.support.suite import GENEROUS, refservers, results, tiny_case
 
-from .conftest import GENEROUS, refservers, results, tiny_case
+pytestmark = pytest.mark.server  # starts server processes
 
 
 def two_groups(suite, **changes) -> list[str]:

@@ -13,8 +13,9 @@ import psutil
 import pytest
 
 from pytest_diffperf.suite.items import UnguardedWarning
+from tests.support.suite import GENEROUS, refservers, results, tiny_case
 
-from .conftest import GENEROUS, refservers, results, tiny_case
+pytestmark = pytest.mark.server  # starts server processes
 
 
 def snippet_from(message: str, scenario_id: str) -> dict:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
-from .conftest import GENEROUS, tiny_case
+import pytest
+
+from tests.support.suite import GENEROUS, tiny_case
+
+pytestmark = pytest.mark.server  # starts server processes
 
 
 def test_sglang_h100_file_collects_84_tests_named_by_key(pytester, sglang_data):

@@ -13,9 +13,10 @@ import pytest
 
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.lint import lint_baselines
+from tests.support.paths import REPO
+from tests.support.suite import GENEROUS, refservers, tiny_case
 
-from ..conftest import REPO
-from .conftest import GENEROUS, refservers, tiny_case
+pytestmark = pytest.mark.server  # starts server processes
 
 BUNDLED = ["--diffperf-baselines=data/perf_baselines/cpu.json", "--diffperf-cases=data/cases.json",
            "--diffperf-server=reference", "--diffperf-hardware=cpu", "-p", "no:cacheprovider"]  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .refserver_helpers import Server
+from tests.support.refserver import Server
 
 
 @pytest.fixture(scope="session")

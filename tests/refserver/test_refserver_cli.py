@@ -12,8 +12,9 @@ import threading
 import pytest
 
 from pytest_diffperf.protocol import PERF_LOG_FILE, PerfRecord
+from tests.support.refserver import SMALL_IMAGE
 
-from .refserver_helpers import SMALL_IMAGE
+pytestmark = pytest.mark.server  # starts server processes
 
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -14,8 +14,9 @@ import pytest
 import requests
 
 from pytest_diffperf.refserver.faults import Faults, parse_delay
+from tests.support.refserver import SMALL_IMAGE, stage_ms
 
-from .refserver_helpers import SMALL_IMAGE, stage_ms
+pytestmark = pytest.mark.server  # starts server processes
 
 REPEATS = 5
 

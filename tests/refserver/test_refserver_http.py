@@ -15,8 +15,9 @@ from pytest_diffperf.protocol import (
     STANDARD_STAGES,
     parse_load_marker,
 )
+from tests.support.refserver import SMALL_IMAGE, png_size, stage_ms
 
-from .refserver_helpers import SMALL_IMAGE, png_size, stage_ms
+pytestmark = pytest.mark.server  # starts server processes
 
 
 def test_health_503_until_ready_then_200(flux):

@@ -6,6 +6,8 @@ import imageio.v3 as iio
 import pytest
 import requests
 
+pytestmark = pytest.mark.server  # starts server processes
+
 SMALL_VIDEO = {
     "prompt": "waves rolling onto a beach",
     "size": "96x64",

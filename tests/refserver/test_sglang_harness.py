@@ -106,6 +106,7 @@ def test_t2v_input_reference_is_rejected_with_sglangs_detail(harness, monkeypatc
         assert resp.json() == {"detail": "input_reference is not supported for T2V models."}
     finally:
         fixture.close()
+        ctx.process.wait(timeout=60)  # SGLang's teardown kills the tree without reaping its own child
 
 
 def test_perf_dump_matches_sglangs_report(harness, monkeypatch, tmp_path):
@@ -124,6 +125,7 @@ def test_perf_dump_matches_sglangs_report(harness, monkeypatch, tmp_path):
         assert not list(dump.parent.glob("*.tmp"))
     finally:
         fixture.close()
+        ctx.process.wait(timeout=60)  # SGLang's teardown kills the tree without reaping its own child
     perf_logger = harness.perf_logger
     metrics = perf_logger.RequestMetrics("rid")
     metrics.stages = {"DenoisingStage": 1.0}

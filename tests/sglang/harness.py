@@ -20,8 +20,7 @@ from typing import Any
 
 from pytest_diffperf.sglang import caselist, standins
 from pytest_diffperf.sglang.source import Source, locate
-
-from ..conftest import REPO
+from tests.support.paths import REPO
 
 VENDORED = REPO / "tests" / "vendor" / "sglang-data" / "v0.5.23"
 SRC = VENDORED / "src"

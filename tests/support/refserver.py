@@ -6,14 +6,15 @@ import base64
 import io
 import json
 import os
+import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import requests
 from PIL import Image
 
+from pytest_diffperf.launchers import ReferenceLauncher, ServerSpec
 from pytest_diffperf.protocol import PERF_LOG_FILE, PerfRecord
 from pytest_diffperf.serving.process import free_port, kill_tree
 
@@ -39,27 +40,12 @@ class Server:
             workdir / "stdout.txt",
             workdir / "stderr.txt",
         )
-        env = dict(
-            os.environ,
-            SGLANG_DIFFUSION_STAGE_LOGGING="1",
-            SGLANG_PERF_LOG_DIR=str(self.log_dir),
-            HF_HUB_OFFLINE="1",
-            PYTHONUNBUFFERED="1",
-        )
+        # the command and environment the plugin starts it with (ReferenceLauncher), quieter
+        spec = ServerSpec("reference", model, shlex.join(["--log-level", "warning", *args]), (), 1)
+        launcher = ReferenceLauncher()
+        env = {**os.environ, **launcher.env(spec, self.log_dir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
         env.pop("DIFFPERF_REFSERVER_THREADS", None)
-        cmd = [
-            sys.executable,
-            "-m",
-            "pytest_diffperf.refserver",
-            "serve",
-            "--model-path",
-            model,
-            "--port",
-            str(self.port),
-            "--log-level",
-            "warning",
-            *args,
-        ]
+        cmd = launcher.command(spec, self.port)
         self.spawn_ns = time.monotonic_ns()
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=workdir)
