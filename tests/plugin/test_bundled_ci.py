@@ -37,6 +37,8 @@ GROUPS = {
     "sd_tiny_t2i": "sd",
     "sd_tiny_t2i_192": "sd",
     "wan_tiny_t2v": "wan",
+    "flux_kontext_tiny_edit": "kontext",
+    "wan_tiny_i2v": "wan-i2v",
 }
 
 
@@ -90,15 +92,15 @@ def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run)
     for s in doc["scenarios"]:  # the first device of its worker's slice (0,1 | 2,3), a port of its worker's range
         device, ports = slices[workers[s["scenario"]]]
         assert s["server"]["devices"] == {"CUDA_VISIBLE_DEVICES": device} and s["server"]["port"] in ports, s
-    assert len({s["port"] for s in doc["servers"]}) == len(doc["servers"]) == 3
+    assert len({s["port"] for s in doc["servers"]}) == len(doc["servers"]) == len(set(GROUPS.values()))
     assert set(workers.values()) == {"gw0", "gw1"}
 
 
 def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     shards = [bundled(tmp_path / f"results-{k}.json", f"--diffperf-shard={k}/2") for k in (1, 2)]  # two CI jobs
     outputs = [finish(proc) for proc in shards]
-    assert "diffperf: shard 1/2: 2 scenario(s), 1 server start(s)" in outputs[0]
-    assert "diffperf: shard 2/2: 3 scenario(s), 2 server start(s)" in outputs[1]
+    assert "diffperf: shard 1/2: 2 scenario(s), 2 server start(s)" in outputs[0]
+    assert "diffperf: shard 2/2: 5 scenario(s), 3 server start(s)" in outputs[1]
     files = [str(tmp_path / f"results-{k}.json") for k in (1, 2)]
     plan = [sys.executable, "-m", "pytest_diffperf.cli", "plan", "data/perf_baselines/cpu.json", "--shards", "2"]
     plan += ["--cases", "data/cases.json", "--hardware", "cpu", "--server", "reference"]
@@ -109,8 +111,8 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     assert (
         main(["merge", *files, "-o", str(merged_path), "--expect-all", str(REPO / "data/perf_baselines/cpu.json")]) == 0
     )
-    assert "diffperf merge: 2 file(s), 5 scenarios: 5 pass" in capsys.readouterr().out
+    assert "diffperf merge: 2 file(s), 7 scenarios: 7 pass" in capsys.readouterr().out
     merged, unsharded = json.loads(merged_path.read_text()), xdist_run[0]
     assert verdicts(merged) == verdicts(unsharded)
     assert sorted(r["scenario"] for r in merged["rows"]) == sorted(r["scenario"] for r in unsharded["rows"])
-    assert len(merged["servers"]) == 3
+    assert len(merged["servers"]) == len(set(GROUPS.values()))

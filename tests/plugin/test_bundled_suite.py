@@ -33,7 +33,7 @@ def test_bundled_suite_passes(profile, tmp_path):
         timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-5000:]
-    assert "5 passed" in proc.stdout
+    assert "7 passed" in proc.stdout
     doc = json.loads(results.read_text())
-    assert [s["verdict"] for s in doc["scenarios"]] == ["pass"] * 5
+    assert [s["verdict"] for s in doc["scenarios"]] == ["pass"] * 7
     assert len(doc["servers"]) == 3  # two pairs of scenarios share a server

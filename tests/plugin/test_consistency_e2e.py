@@ -26,7 +26,7 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
     regen.assert_outcomes(passed=2)
     gt = pytester.path / "gt"
     assert sorted(p.name for p in gt.iterdir() if p.is_file()) == [
-        "img_1gpu.png", "manifest.json", "vid_1gpu_frame_0.png", "vid_1gpu_frame_last.png", "vid_1gpu_frame_mid.png"
+        "img_1gpu.jpg", "manifest.json", "vid_1gpu_frame_0.png", "vid_1gpu_frame_last.png", "vid_1gpu_frame_mid.png"
     ]  # fmt: skip
 
     same = pytester.runpytest_subprocess(*args, "--junitxml=junit.xml", "--diffperf-artifacts=art")
@@ -50,7 +50,7 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
     failed.assert_outcomes(failed=2)
     out = failed.stdout.str()
     assert out.count("CONSISTENCY:") >= 2 and "PERFORMANCE:" not in out
-    assert "img_1gpu.png" in out and "vid_1gpu_frame_mid.png" in out
+    assert "img_1gpu.jpg" in out and "vid_1gpu_frame_mid.png" in out  # JPEG: the default image format
     assert "psnr" in out and "frame" in out
     doc = results(pytester)
     assert [s["verdict"] for s in doc["scenarios"]] == ["pass", "pass"]  # the performance was fine
@@ -64,7 +64,7 @@ def test_missing_ground_truth_names_the_files_and_skip_switch_is_reported(pytest
     missing = pytester.runpytest_subprocess(*args)
     missing.assert_outcomes(failed=1)
     out = missing.stdout.str()
-    assert "CONSISTENCY:" in out and "img_1gpu.png" in out and "missing-gt" in out
+    assert "CONSISTENCY:" in out and "img_1gpu.jpg" in out and "missing-gt" in out
 
     monkeypatch.setenv("SGLANG_SKIP_CONSISTENCY", "1")
     skipped = pytester.runpytest_subprocess(*args)

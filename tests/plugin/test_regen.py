@@ -82,7 +82,7 @@ def test_bundled_suite_one_scenario_changes_only_it_and_passes_after(pytester, m
     path = pytester.path / "data" / "perf_baselines" / "cpu.json"
     before = path.read_text()
     result = pytester.runpytest("--regen-baselines", *BUNDLED, "-k", "flux_tiny_t2i_8steps", "--diffperf-json=r.json")
-    result.assert_outcomes(passed=1, deselected=4)
+    result.assert_outcomes(passed=1, deselected=6)
     result.stdout.fnmatch_lines(
         [
             "*diffperf baseline regeneration*",
@@ -113,7 +113,7 @@ def test_bundled_suite_one_scenario_changes_only_it_and_passes_after(pytester, m
     for var, value in NOISE_TOLERANCES.items():
         monkeypatch.setenv(var, value)
     again = pytester.runpytest("--diffperf=pr_test", *BUNDLED, "-k", "flux_tiny_t2i_8steps")
-    again.assert_outcomes(passed=1, deselected=4)
+    again.assert_outcomes(passed=1, deselected=6)
     assert path.read_text() == after
     assert not refservers()
 
