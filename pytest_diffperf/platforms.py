@@ -3,6 +3,9 @@ visible-devices variable."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from .errors import DiffperfError
@@ -111,3 +114,39 @@ DEVICE_ENV_VARS = (CUDA_ENV, *PLATFORM_ENV.values())
 def device_env_var(hardware: str | None) -> str:
     """The variable that lists the visible devices of ``hardware`` (CUDA's when unknown)."""
     return PLATFORM_ENV.get(canonical_platform(hardware), CUDA_ENV) if hardware else CUDA_ENV
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a path given for one kind of SGLang file led: a file, or a per-platform folder and its file."""
+
+    file: Path | None  # the file given, or the platform's file in the folder (None: the folder has none)
+    folder: Path | None = None  # the per-platform folder, when the path was (or held) one
+    available: tuple[str, ...] = ()  # the folder's file stems
+
+
+def locate(
+    path: str | Path, hardware: str | None, *, single: str, folder: str, stems: Callable[[str], Sequence[str]]
+) -> Located:
+    """Resolve a file, a folder holding ``single`` or ``folder/``, or that folder (whose platform file is
+    the first ``<stem>.json`` of ``stems(hardware)``). DiffperfError when nothing is there, or a folder
+    comes without a hardware platform."""
+    path = Path(path)
+    if hardware is not None:
+        canonical_platform(hardware)
+    if path.is_dir() and (path / folder).is_dir():
+        path = path / folder
+    elif path.is_dir() and (path / single).is_file():
+        path = path / single
+    if path.is_file():
+        return Located(path)
+    if not path.is_dir():
+        raise DiffperfError("file not found", source=str(path))
+    available = tuple(sorted(p.stem for p in path.glob("*.json")))
+    if hardware is None:
+        raise DiffperfError(
+            f"a {folder}/ folder needs a hardware platform; files here: {', '.join(available) or 'none'}",
+            source=str(path),
+        )
+    own = next((path / f"{stem}.json" for stem in stems(hardware) if (path / f"{stem}.json").is_file()), None)
+    return Located(own, path, available)

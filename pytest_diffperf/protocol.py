@@ -29,17 +29,23 @@ IMAGE_EDITS_PATH = "/v1/images/edits"
 VIDEOS_PATH = "/v1/videos"
 LIVENESS_PATH = "/liveness"
 
-# Stage names used by SGLang's standard pipelines.
+# Stage names used by SGLang's standard pipelines, in execution order.
+INPUT_VALIDATION_STAGE = "InputValidationStage"
+TEXT_ENCODING_STAGE = "TextEncodingStage"
+LATENT_PREPARATION_STAGE = "LatentPreparationStage"
+TIMESTEP_PREPARATION_STAGE = "TimestepPreparationStage"
 DENOISING_STAGE = "DenoisingStage"
-DECODING_STAGE_SUFFIX = "DecodingStage"
+DECODING_STAGE = "DecodingStage"
 STANDARD_STAGES = (
-    "InputValidationStage",
-    "TextEncodingStage",
-    "LatentPreparationStage",
-    "TimestepPreparationStage",
+    INPUT_VALIDATION_STAGE,
+    TEXT_ENCODING_STAGE,
+    LATENT_PREPARATION_STAGE,
+    TIMESTEP_PREPARATION_STAGE,
     DENOISING_STAGE,
-    "DecodingStage",
+    DECODING_STAGE,
 )
+DECODING_STAGE_SUFFIX = DECODING_STAGE  # SGLang judges every stage named *DecodingStage as a decoder
+PER_FRAME_STAGE = "per_frame_generation"  # the baseline's per-frame time of a video (a stages_ms key, not a stage)
 
 MEMORY_SNAPSHOT_KEYS = ("load_peak", "runtime_peak", "warmup_peak")
 

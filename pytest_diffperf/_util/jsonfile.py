@@ -51,14 +51,14 @@ def _locate(node: Any, dups: dict[int, list[str]], where: str) -> list[str]:
     """JSON paths of the duplicated keys recorded in ``dups`` (by object id) under ``node``."""
     children: Iterable[tuple[object, Any]]
     if isinstance(node, dict):
-        found = [join(where, key) for key in dups.get(id(node), [])]
+        found = [json_path(where, key) for key in dups.get(id(node), [])]
         children = node.items()
     elif isinstance(node, list):
         found, children = [], enumerate(node)
     else:
         return []
     for key, child in children:
-        found += _locate(child, dups, join(where, str(key)))
+        found += _locate(child, dups, json_path(where, str(key)))
     return found
 
 
@@ -68,15 +68,17 @@ def read_json_object(path: Path) -> dict[str, Any]:
     if dups:
         raise DiffperfError("duplicate key (JSON keeps only the last one)", source=str(path), key=dups[0])
     if not isinstance(data, dict):
-        raise DiffperfError(f"expected a JSON object at the top level, got {kind(data)}", source=str(path))
+        raise DiffperfError(f"expected a JSON object at the top level, got {describe_type(data)}", source=str(path))
     return data
 
 
-def join(prefix: str, key: str) -> str:
+def json_path(prefix: str, key: str) -> str:
+    """``prefix.key``, or ``key`` at the top level."""
     return f"{prefix}.{key}" if prefix else key
 
 
-def kind(value: Any) -> str:
+def describe_type(value: Any) -> str:
+    """How a JSON value is named in a message: "an object", "a list", or its repr."""
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
     return names.get(type(value), repr(value))
 
@@ -104,7 +106,7 @@ def describe_errors(exc: ValidationError, prefix: str = "") -> list[tuple[str, s
 
 
 def _shown(value: Any) -> str:
-    text = kind(value) if isinstance(value, (dict, list)) else repr(value)
+    text = describe_type(value) if isinstance(value, (dict, list)) else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 
 
 def format_table(rows: Sequence[Sequence[str]], right_from: int | None = 1) -> list[str]:
@@ -15,3 +16,21 @@ def format_table(rows: Sequence[Sequence[str]], right_from: int | None = 1) -> l
         ).rstrip()
         for row in rows
     ]
+
+
+def truthy(raw: object) -> bool:
+    """A switch's value: True, or a string such as 1, true, yes or on (case and spaces ignored)."""
+    return raw is True or str(raw or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def did_you_mean(name: str, known: Iterable[str], *, list_known: int = 0) -> str:
+    """A hint for an unknown ``name``: the known names it starts, else close matches; with
+    ``list_known`` > 0 and no match, up to that many known names (``""`` when there is nothing to say)."""
+    names = sorted(set(known))
+    close = [k for k in names if k.startswith(name)][:5] or difflib.get_close_matches(name, names, n=3)
+    if close:
+        return f"; did you mean: {', '.join(close)}"
+    if list_known and names:
+        more = [f"... ({len(names)} in all)"] if len(names) > list_known else []
+        return f"; known: {', '.join(names[:list_known] + more)}"
+    return ""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
+from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..errors import DiffperfError
 from ..perf.baselines import load_baselines, select_scenarios
@@ -59,7 +59,5 @@ def run(args: argparse.Namespace) -> int:
         md += f"**{len(absent)} scenario(s) ran in no shard:** {', '.join(absent)}\n\n"
     if args.markdown:
         Path(args.markdown).write_text(md, encoding="utf-8")
-    if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as out:
-            out.write(md)
+    append_step_summary(md)
     return 1 if absent or any(r.outcome in FAILING for r in results) else 0

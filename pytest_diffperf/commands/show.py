@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import textwrap
 from dataclasses import asdict
 
-from .._util.text import format_table
+from .._util.text import did_you_mean, format_table
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet, load_baselines
-from ..perf.limits import PER_FRAME_STAGE, Check, get_preset, plan_checks
+from ..perf.limits import Check, get_preset, plan_checks
 from ..perf.schema import ScenarioBaseline
+from ..protocol import DENOISING_STAGE, PER_FRAME_STAGE
 
 VIDEO_MARKERS = ("t2v", "i2v", "v2v", "ref2v", "video")
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             step_fractions=baselines.step_fractions,
             is_video=is_video,
             num_frames=args.num_frames,
-            denoising_stages={s for s in scenario.stages_ms if s.endswith("DenoisingStage")},
+            denoising_stages={s for s in scenario.stages_ms if s.endswith(DENOISING_STAGE)},
         )
         plans[name] = (is_video, checks)
     if args.json:
@@ -77,9 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _require(baselines: BaselineSet, name: str) -> None:
     if name not in baselines.scenarios:
-        close = [s for s in baselines.scenarios if s.startswith(name)][:5]
-        close = close or difflib.get_close_matches(name, baselines.scenarios, n=3)
-        hint = f"; did you mean: {', '.join(close)}" if close else ""
+        hint = did_you_mean(name, baselines.scenarios)
         raise DiffperfError(f"no scenario {name!r}{hint}", source=str(baselines.primary), key="scenarios")
 
 

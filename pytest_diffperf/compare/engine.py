@@ -7,7 +7,6 @@ comparison goes on with the next case.
 
 from __future__ import annotations
 
-import difflib
 import os
 import statistics
 import traceback
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .._util.git import head_commit
+from .._util.text import did_you_mean
 from ..cases import Case, CaseFile
 from ..errors import DiffperfError
 from ..perf.measurement import Measurement
@@ -84,11 +84,7 @@ def _select(case_file: CaseFile, source: Path, case_ids: Sequence[str] | None) -
     known = {case.id for case in case_file.cases}
     for case_id in case_ids or []:
         if case_id not in known:
-            close = sorted(k for k in known if k.startswith(case_id))[:5] or difflib.get_close_matches(
-                case_id, sorted(known)
-            )
-            listed = sorted(known)[:KNOWN_SHOWN] + ([f"... ({len(known)} in all)"] if len(known) > KNOWN_SHOWN else [])
-            hint = f"; did you mean: {', '.join(close)}" if close else f"; known: {', '.join(listed)}"
+            hint = did_you_mean(case_id, known, list_known=KNOWN_SHOWN)
             raise DiffperfError(f"no case {case_id!r} (--case-ids){hint}", source=str(source), key="cases")
     return [case for case in case_file.cases if not case_ids or case.id in case_ids]
 

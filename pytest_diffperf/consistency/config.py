@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._util.text import truthy
 from ..errors import DiffperfError
 from .clip import DEFAULT_MODEL, DEFAULT_PRETRAINED, resolve_weights
 from .frames import DEFAULT_FRAMES, FrameSpec, parse_frames_spec
@@ -69,14 +70,14 @@ def config_from_env(
     sets both when it generates GT).
     """
     env = os.environ if env is None else env
-    gen_gt = _truthy(env.get("SGLANG_GEN_GT"))
+    gen_gt = truthy(env.get("SGLANG_GEN_GT"))
     if gen_gt and env.get("SGLANG_GT_OUTPUT_DIR"):
         gt_dir = Path(env["SGLANG_GT_OUTPUT_DIR"])
     elif gt_dir is None and env.get("SGLANG_CONSISTENCY_GT_DIR"):
         gt_dir = Path(env["SGLANG_CONSISTENCY_GT_DIR"])
     if artifacts_dir is None and env.get("SGLANG_DIFFUSION_ARTIFACT_DIR"):
         artifacts_dir = Path(env["SGLANG_DIFFUSION_ARTIFACT_DIR"])
-    skip_by = [f"{name}={env[name]}" for name in SKIP_VARS if _truthy(env.get(name))]
+    skip_by = [f"{name}={env[name]}" for name in SKIP_VARS if truthy(env.get(name))]
     return ConsistencyConfig(
         gt_dir=None if gt_dir is None else Path(gt_dir).expanduser().resolve(),
         platform=platform,
@@ -126,7 +127,3 @@ def validate_config(cfg: ConsistencyConfig) -> None:
         if not cfg.gt_dir.is_dir():
             raise DiffperfError(f"ground-truth folder {cfg.gt_dir} does not exist", source="--diffperf-gt-dir")
         resolve_weights(cfg.clip_model, cfg.clip_pretrained)
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")

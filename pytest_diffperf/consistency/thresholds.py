@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from .._util.findings import Finding, schema_problems
 from .._util.jsonfile import STRICT, read_json_object, validate
 from ..errors import DiffperfError
-from ..platforms import DEFAULT_GPU, canonical_platform, threshold_file_stems
+from ..platforms import DEFAULT_GPU, locate, threshold_file_stems
 
 SINGLE_FILE = "consistency_threshold.json"
 PLATFORM_DIR = "consistency_thresholds"
@@ -110,31 +110,17 @@ class ThresholdSet:
 
 def threshold_files(path: str | Path, hardware: str | None = None) -> list[Path]:
     """The files ``load_thresholds`` merges, base file first."""
-    path = Path(path)
-    if hardware is not None:
-        canonical_platform(hardware)
-    if path.is_dir() and (path / PLATFORM_DIR).is_dir():
-        path = path / PLATFORM_DIR
-    elif path.is_dir() and (path / SINGLE_FILE).is_file():
-        return [path / SINGLE_FILE]
-    if path.is_file():
-        base = path.parent / BASE_FILE
-        if path.parent.name == PLATFORM_DIR and base.is_file() and base.resolve() != path.resolve():
-            return [base, path]
-        return [path]
-    if not path.is_dir():
-        raise DiffperfError("file not found", source=str(path))
-    available = sorted(p.stem for p in path.glob("*.json"))
-    if hardware is None:
-        raise DiffperfError(
-            f"a {PLATFORM_DIR}/ folder needs a hardware platform; files here: {', '.join(available) or 'none'}",
-            source=str(path),
-        )
+    found = locate(path, hardware, single=SINGLE_FILE, folder=PLATFORM_DIR, stems=threshold_file_stems)
+    if found.folder is None:
+        assert found.file is not None
+        base = found.file.parent / BASE_FILE
+        if found.file.parent.name == PLATFORM_DIR and base.is_file() and base.resolve() != found.file.resolve():
+            return [base, found.file]
+        return [found.file]
     # A platform without its own file uses H100's thresholds, as SGLang does.
-    own = [path / f"{stem}.json" for stem in threshold_file_stems(hardware) if (path / f"{stem}.json").is_file()]
-    files = [p for p in [path / BASE_FILE] + own[:1] if p.is_file()]
+    files = [p for p in (found.folder / BASE_FILE, found.file) if p is not None and p.is_file()]
     if not files:
-        raise DiffperfError(f"no {BASE_FILE} and no file for platform {hardware!r} here", source=str(path))
+        raise DiffperfError(f"no {BASE_FILE} and no file for platform {hardware!r} here", source=str(found.folder))
     return list(dict.fromkeys(files))
 
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._util.jsonfile import join, kind, read_json_object, validate
+from .._util.jsonfile import describe_type, json_path, read_json_object, validate
 from ..cases import Case
 from ..errors import DiffperfError
-from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform
+from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform, locate
 from .schema import Sampling, ScenarioBaseline, Tolerances
 
 SINGLE_FILE = "perf_baselines.json"
@@ -96,31 +96,17 @@ def env_overrides(env: Mapping[str, str]) -> dict[str, float]:
 
 def baseline_files(path: str | Path, hardware: str | None = None) -> list[Path]:
     """The files ``load_baselines`` reads: the platform or single file first, then fragments."""
-    path = Path(path)
-    if hardware is not None:
-        canonical_platform(hardware)
-    if path.is_dir():
-        if (path / PLATFORM_DIR).is_dir():
-            path = path / PLATFORM_DIR
-        elif (path / SINGLE_FILE).is_file():
-            path = path / SINGLE_FILE
-    if path.is_dir():
-        available = sorted(p.stem for p in path.glob("*.json"))
-        if hardware is None:
-            raise DiffperfError(
-                f"a {PLATFORM_DIR}/ folder needs a hardware platform; files here: {', '.join(available) or 'none'}",
-                source=str(path),
-            )
+    found = locate(path, hardware, single=SINGLE_FILE, folder=PLATFORM_DIR, stems=lambda hw: (baseline_file_stem(hw),))
+    if found.file is None:
+        assert found.folder is not None
+        assert hardware is not None
         stem = baseline_file_stem(hardware)
-        if stem not in available:
-            raise DiffperfError(
-                f"no baseline file for platform {stem!r} ({stem}.json); files here: "
-                f"{', '.join(available) or 'none'}; known platforms: {', '.join(PLATFORMS)}",
-                source=str(path),
-            )
-        path = path / f"{stem}.json"
-    elif not path.is_file():
-        raise DiffperfError("file not found", source=str(path))
+        raise DiffperfError(
+            f"no baseline file for platform {stem!r} ({stem}.json); files here: "
+            f"{', '.join(found.available) or 'none'}; known platforms: {', '.join(PLATFORMS)}",
+            source=str(found.folder),
+        )
+    path = found.file
     fragments = [fragment_path(path, p) for p in FRAGMENT_PLATFORMS]
     return [path] + [f for f in fragments if f.is_file() and f.resolve() != path.resolve()]
 
@@ -150,9 +136,9 @@ def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name
     source: dict[str, Path] = {}
     for f in files:
         for name, entry in scenario_dicts(raw[f], f).items():
-            scenario = validate(ScenarioBaseline, entry, f, join("scenarios", name))
+            scenario = validate(ScenarioBaseline, entry, f, json_path("scenarios", name))
             if f == primary and prefix is not None and name in overrides:
-                where = join(join("runner_overrides", prefix), name)
+                where = json_path(json_path("runner_overrides", prefix), name)
                 scenario = validate(ScenarioBaseline, {**entry, **overrides[name]}, f, where)
             scenarios[name] = scenario
             source[name] = f
@@ -164,7 +150,7 @@ def scenario_dicts(doc: dict[str, Any], path: Path) -> dict[str, Any]:
         raise DiffperfError("required key is missing", source=str(path), key="scenarios")
     scenarios = doc["scenarios"]
     if not isinstance(scenarios, dict):
-        raise DiffperfError(f"expected an object, got {kind(scenarios)}", source=str(path), key="scenarios")
+        raise DiffperfError(f"expected an object, got {describe_type(scenarios)}", source=str(path), key="scenarios")
     return scenarios
 
 
@@ -175,11 +161,11 @@ def parse_tolerances(doc: dict[str, Any], path: Path) -> tuple[dict[str, Toleran
     tol = doc["tolerances"]
     if not isinstance(tol, dict) or not tol:
         raise DiffperfError(
-            f"expected an object of tolerance profiles, got {kind(tol)}", source=str(path), key="tolerances"
+            f"expected an object of tolerance profiles, got {describe_type(tol)}", source=str(path), key="tolerances"
         )
     if "e2e" in tol and not isinstance(tol["e2e"], dict):
         return {LEGACY_PROFILE: validate(Tolerances, tol, path, "tolerances")}, True
-    return {name: validate(Tolerances, prof, path, join("tolerances", name)) for name, prof in tol.items()}, False
+    return {name: validate(Tolerances, prof, path, json_path("tolerances", name)) for name, prof in tol.items()}, False
 
 
 def parse_step_fractions(doc: dict[str, Any], path: Path, *, required: bool) -> list[float]:
@@ -204,20 +190,22 @@ def check_runner_overrides(overrides: Any, scenarios: Mapping[str, Any], path: P
     """``{runner prefix: {scenario: {field: value}}}`` naming existing scenarios only."""
     key = "runner_overrides"
     if not isinstance(overrides, dict):
-        raise DiffperfError(f"expected an object, got {kind(overrides)}", source=str(path), key=key)
+        raise DiffperfError(f"expected an object, got {describe_type(overrides)}", source=str(path), key=key)
     for prefix, per_scenario in overrides.items():
         if not isinstance(per_scenario, dict):
             raise DiffperfError(
-                f"expected an object of scenario overrides, got {kind(per_scenario)}",
+                f"expected an object of scenario overrides, got {describe_type(per_scenario)}",
                 source=str(path),
-                key=join(key, prefix),
+                key=json_path(key, prefix),
             )
         for name, fields in per_scenario.items():
-            where = join(join(key, prefix), name)
+            where = json_path(json_path(key, prefix), name)
             if name not in scenarios:
                 raise DiffperfError("override for a scenario that is not in the file", source=str(path), key=where)
             if not isinstance(fields, dict):
-                raise DiffperfError(f"expected an object of fields, got {kind(fields)}", source=str(path), key=where)
+                raise DiffperfError(
+                    f"expected an object of fields, got {describe_type(fields)}", source=str(path), key=where
+                )
 
 
 def select_scenarios(baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from ..protocol import PER_FRAME_STAGE
 from .measurement import Measurement
 from .schema import ScenarioBaseline
 
@@ -19,12 +20,12 @@ def representative(measurement: Measurement) -> int:
     return order[(len(order) - 1) // 2]
 
 
-def measured_scenario(measurement: Measurement, *, full_test_time_s: float | None = None) -> dict[str, Any]:
+def entry_from_measurement(measurement: Measurement, *, full_test_time_s: float | None = None) -> dict[str, Any]:
     i = representative(measurement)
     steps = measurement.steps[i]
     stages = {name: round(ms, 2) for name, ms in measurement.stages[i].items()}
     if measurement.is_video and measurement.num_frames:
-        stages.setdefault("per_frame_generation", round(measurement.e2e_ms[i] / measurement.num_frames, 2))
+        stages.setdefault(PER_FRAME_STAGE, round(measurement.e2e_ms[i] / measurement.num_frames, 2))
     scenario: dict[str, Any] = {
         "stages_ms": stages,
         "denoise_step_ms": {str(n): round(ms, 2) for n, ms in enumerate(steps)},

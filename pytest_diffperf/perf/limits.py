@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import DiffperfError
-from ..protocol import DENOISING_STAGE
+from ..protocol import DECODING_STAGE_SUFFIX, DENOISING_STAGE, PER_FRAME_STAGE
 from .measurement import Measurement
 from .schema import ScenarioBaseline, Tolerances
 
-PER_FRAME_STAGE = "per_frame_generation"
 STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
     "median": statistics.median,
     "mean": statistics.fmean,
@@ -40,7 +39,7 @@ class Preset:
     first_step_pad_ms: float = 80.0
     video_step_pad_ms: float = 160.0
     stage_pad_ms: float = 120.0
-    decoding_suffix: str = "DecodingStage"
+    decoding_suffix: str = DECODING_STAGE_SUFFIX
     decoding_min_rel: float = 0.9
     decoding_pad_ms: float = 450.0
     vram_pad_mb: float = 128.0

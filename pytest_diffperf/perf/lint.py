@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from .._util.findings import Finding, Severity, bare, read_for_lint, schema_problems
-from .._util.jsonfile import join
+from .._util.jsonfile import json_path
 from ..errors import DiffperfError
-from ..protocol import DENOISING_STAGE
+from ..protocol import DENOISING_STAGE, PER_FRAME_STAGE
 from .baselines import BaselineSet, baseline_files, check_runner_overrides
-from .limits import PER_FRAME_STAGE
 from .schema import Sampling, ScenarioBaseline, Tolerances
 
 AGG_TOLERANCE = 0.03  # expected avg/median vs the mean/median of a full step map
@@ -87,7 +86,7 @@ def _tolerance_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
         return [("tolerances", "expected an object of tolerance profiles")]
     if "e2e" in tol and not isinstance(tol["e2e"], dict):
         return schema_problems(Tolerances, tol, "tolerances")
-    return [e for name, prof in tol.items() for e in schema_problems(Tolerances, prof, join("tolerances", name))]
+    return [e for name, prof in tol.items() for e in schema_problems(Tolerances, prof, json_path("tolerances", name))]
 
 
 def _lint_overrides(path: Path, overrides: Any, scenarios: dict[str, Any]) -> list[Finding]:
@@ -101,7 +100,7 @@ def _lint_overrides(path: Path, overrides: Any, scenarios: dict[str, Any]) -> li
         for name, fields in per_scenario.items():
             if isinstance(scenarios[name], dict):
                 merged = {**scenarios[name], **fields}
-                where = join(join("runner_overrides", prefix), name)
+                where = json_path(json_path("runner_overrides", prefix), name)
                 out += [
                     Finding("error", str(path), name, k, m) for k, m in schema_problems(ScenarioBaseline, merged, where)
                 ]

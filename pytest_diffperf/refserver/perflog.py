@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from .._util.text import truthy
 from ..protocol import (
     COMMIT_ENV,
     DENOISING_STAGE,
@@ -40,7 +41,7 @@ def commit_hash() -> str:
 
 
 def stage_logging_enabled() -> bool:
-    return os.environ.get(STAGE_LOGGING_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return truthy(os.environ.get(STAGE_LOGGING_ENV))
 
 
 class PerfLog:

@@ -11,7 +11,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..protocol import DENOISING_STAGE
+from ..protocol import (
+    DECODING_STAGE,
+    DENOISING_STAGE,
+    INPUT_VALIDATION_STAGE,
+    LATENT_PREPARATION_STAGE,
+    TEXT_ENCODING_STAGE,
+    TIMESTEP_PREPARATION_STAGE,
+)
 from .families import FAMILIES
 from .faults import Faults
 from .memory import MemoryTracker
@@ -66,14 +73,14 @@ class StagedPipeline:
         family, ctx = self.family, dict[str, Any]()
         with torch.inference_mode():
             start = time.perf_counter()
-            with stage("InputValidationStage"):
+            with stage(INPUT_VALIDATION_STAGE):
                 self.spec.check(p)
                 generators = [torch.Generator("cpu").manual_seed(seed) for seed in p.seeds]
-            with stage("TextEncodingStage"):
+            with stage(TEXT_ENCODING_STAGE):
                 family.encode_text(p, ctx)
-            with stage("LatentPreparationStage"):
+            with stage(LATENT_PREPARATION_STAGE):
                 family.prepare_latents(p, ctx, generators)
-            with stage("TimestepPreparationStage"):
+            with stage(TIMESTEP_PREPARATION_STAGE):
                 timesteps = family.prepare_timesteps(p, ctx)
             with stage(DENOISING_STAGE):
                 if faults:
@@ -87,7 +94,7 @@ class StagedPipeline:
                     self.memory.sample()
                     if on_step:
                         on_step(i + 1, len(timesteps))
-            with stage("DecodingStage"):
+            with stage(DECODING_STAGE):
                 images = family.decode(p, ctx)
                 if faults and faults.output_noise > 0:
                     noise_gen = torch.Generator("cpu").manual_seed(p.seed + NOISE_SEED_OFFSET)

@@ -1,7 +1,7 @@
 """Baseline regeneration: the one rule that decides each scenario's new entry.
 
 ``decide(policy, existing, measured)`` is pure: plain JSON dicts in (the file's entry, or None, and
-the measured snapshot from ``snapshot.measured_scenario``), a ``Decision`` out. Policies:
+the measured entry from ``perf.entry.entry_from_measurement``), a ``Decision`` out. Policies:
 
 - ``replace``: the measured scenario replaces the existing one;
 - ``improve``: replace only when e2e improved by at least ``min_improvement`` and no top-level
@@ -23,19 +23,19 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from ..errors import DiffperfError
+from ..protocol import DENOISING_STAGE
 
 POLICIES = ("replace", "improve", "tighten")
 Action = Literal["added", "replaced", "tightened", "kept"]
 ACTIONS: tuple[Action, ...] = get_args(Action)
 STEPS = "denoise_step_ms"
 STAGES = "stages_ms"
-DENOISING = "DenoisingStage"
 TOP_LEVEL = (  # (path in the scenario, label): the metrics improve never lets get worse
     (("expected_e2e_ms",), "e2e"),
     (("expected_load_ms",), "load"),
     (("expected_avg_denoise_ms",), "avg denoise"),
     (("expected_median_denoise_ms",), "median denoise"),
-    ((STAGES, DENOISING), DENOISING),
+    ((STAGES, DENOISING_STAGE), DENOISING_STAGE),
 )
 
 

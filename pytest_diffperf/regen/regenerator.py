@@ -22,7 +22,7 @@ from typing import Any
 from ..cases import Case
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet
-from ..perf.entry import measured_scenario
+from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..results.model import ScenarioResult
 from ..results.verdict import ScenarioFailure
@@ -77,7 +77,7 @@ class Regenerator:
     ) -> tuple[ScenarioResult, dict[str, Any]]:
         """Decide and write one scenario: the test's result, and the record the summary prints."""
         start_share = (ready_s or 0.0) / max(1, self.group_sizes.get(group, 1))
-        measured = measured_scenario(measurement, full_test_time_s=measure_s + start_share)
+        measured = entry_from_measurement(measurement, full_test_time_s=measure_s + start_share)
         path = self.target(scenario_id)
         try:
             decision = regenerate(path, scenario_id, measured, self.settings, self.metadata)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._util.jsonfile import kind, read_json_object, validate
+from .._util.jsonfile import describe_type, read_json_object, validate
 from ..errors import DiffperfError
 from .model import OUTCOMES, RESULTS_VERSION, ScenarioResult
 
@@ -32,7 +32,7 @@ def read_results(path: Path) -> dict[str, Any]:
     scenarios = doc.get("scenarios")
     if not isinstance(scenarios, list):
         raise DiffperfError(
-            f"expected a list of scenario results, got {kind(scenarios)}", source=str(path), key="scenarios"
+            f"expected a list of scenario results, got {describe_type(scenarios)}", source=str(path), key="scenarios"
         )
     for i, entry in enumerate(scenarios):
         scenario_of(entry, path, f"scenarios.{i}")
@@ -71,7 +71,9 @@ def merge(docs: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
 def scenario_of(entry: Any, path: Path, key: str) -> ScenarioResult:
     """One scenario of a results file; its verdicts must be known and its outcome follow from them."""
     if not isinstance(entry, dict):
-        raise DiffperfError(f"expected a scenario result (an object), got {kind(entry)}", source=str(path), key=key)
+        raise DiffperfError(
+            f"expected a scenario result (an object), got {describe_type(entry)}", source=str(path), key=key
+        )
     fields = {k: v for k, v in entry.items() if k != "outcome"}
     result: ScenarioResult = validate(ScenarioResult, fields, path, key)
     if "outcome" in entry and entry["outcome"] != result.outcome:

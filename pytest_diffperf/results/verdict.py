@@ -10,7 +10,7 @@ from typing import Any
 from ..cases import Case
 from ..errors import DiffperfFailure
 from ..perf import limits
-from ..perf.entry import measured_scenario
+from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline, Tolerances
 from ..serving.measure import Sample
@@ -36,7 +36,7 @@ def missing_case_message(scenario_id: str, source: str, cases_path: str | None) 
 
 
 def missing_baseline_message(scenario_id: str, baseline_path: str, measurement: Measurement) -> str:
-    snippet = json.dumps(measured_scenario(measurement), indent=4)
+    snippet = json.dumps(entry_from_measurement(measurement), indent=4)
     return f'add this baseline in the "scenarios" section of {baseline_path}:\n\n"{scenario_id}": {snippet}\n'
 
 

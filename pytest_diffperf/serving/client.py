@@ -85,7 +85,7 @@ def endpoint(case: Case) -> str:
     """The path a request for ``case`` is posted to."""
     if case.is_video:
         return protocol.VIDEOS_PATH
-    return "/v1/images/edits" if case.task == "image-edit" else protocol.IMAGES_PATH
+    return protocol.IMAGE_EDITS_PATH if case.task == "image-edit" else protocol.IMAGES_PATH
 
 
 def generate(base_url: str, case: Case, timeout: float) -> Output:

@@ -40,7 +40,7 @@ def thresholds(settings: Settings) -> ThresholdSet:
     return load_thresholds(settings.diffperf_thresholds, settings.diffperf_hardware)
 
 
-def compare(
+def check_case_output(
     case: Case, output: Output, cfg: ConsistencyConfig, limits: ThresholdSet
 ) -> tuple[dict[str, Any], ConsistencyFailure | None]:
     """The check's result as a dict, and the failure to report (None when it passed, was skipped or regenerated)."""

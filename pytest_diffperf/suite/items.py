@@ -28,7 +28,7 @@ from ..results.verdict import (
 )
 from ..serving.measure import Sample, measure
 from ..serving.process import ServerProcess
-from .consistency import compare
+from .consistency import check_case_output
 from .regen import REGEN_PROPERTY, get_regen
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
 from .session import DiffperfSession
@@ -84,7 +84,9 @@ class ScenarioItem(pytest.Item):
         if self._compares():
             assert session.consistency is not None
             assert session.thresholds is not None
-            result.consistency, failure = compare(self.case, samples[0].output, session.consistency, session.thresholds)
+            result.consistency, failure = check_case_output(
+                self.case, samples[0].output, session.consistency, session.thresholds
+            )
         self._report(result)
         messages = [result.message] if result.verdict == "fail" else []
         messages += [str(failure)] if failure else []

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from .._util.text import truthy
 from ..errors import DiffperfError
 
 
@@ -117,11 +118,6 @@ def _raw(config: pytest.Config, opt: Option) -> tuple[object, Path]:
     if raw is None:
         raw, base = config.getini(opt.dest), config.rootpath
     return (raw if raw not in (None, "") else opt.default), Path(base)
-
-
-def truthy(raw: object) -> bool:
-    """A flag's value: True from the command line, or an ini string such as true/1/yes/on."""
-    return raw is True or str(raw).strip().lower() in ("1", "true", "yes", "on")
 
 
 def read_settings(config: pytest.Config) -> Settings:

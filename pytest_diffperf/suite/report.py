@@ -7,12 +7,12 @@ is set, the same table in Markdown.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..results.model import RESULTS_VERSION, ScenarioResult
 from ..results.tables import markdown, summary_table
@@ -65,10 +65,7 @@ class ResultsCollector:
             from ..consistency import write_summary
 
             write_summary(compared, self.artifacts_dir)
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            with open(summary, "a", encoding="utf-8") as out:
-                out.write(markdown(summary_table(self.results.values()), self.header))
+        append_step_summary(markdown(summary_table(self.results.values()), self.header))
 
     def document(self) -> dict[str, Any]:
         return {

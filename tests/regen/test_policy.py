@@ -28,7 +28,7 @@ EXISTING = {
 
 
 def measured(scale: float = 1.0, steps: int = 4) -> dict:
-    """A measured snapshot (as snapshot.measured_scenario writes it), every timing times ``scale``."""
+    """A measured snapshot (as snapshot.entry_from_measurement writes it), every timing times ``scale``."""
     step = {str(i): round(90.0 * scale, 2) for i in range(steps)}
     return {
         "stages_ms": {"TextEncodingStage": round(9 * scale, 2), "DenoisingStage": round(370 * scale, 2), "Flaky": 3.0},
