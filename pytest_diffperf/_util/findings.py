@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from ..errors import DiffperfError
-from .jsonfile import describe_errors, parse_json
+from .jsonfile import describe_errors, describe_type, parse_json
 
 Severity = Literal["error", "warning"]
 
@@ -37,7 +37,8 @@ def read_for_lint(path: Path) -> tuple[dict[str, Any] | None, list[Finding]]:
         return None, [Finding("error", str(path), "", "", bare(exc))]
     out = [Finding("error", str(path), "", key, "duplicate key (JSON keeps only the last one)") for key in dups]
     if not isinstance(data, dict):
-        return None, [*out, Finding("error", str(path), "", "", "expected a JSON object at the top level")]
+        message = f"expected a JSON object at the top level, got {describe_type(data)}"
+        return None, [*out, Finding("error", str(path), "", "", message)]
     return data, out
 
 

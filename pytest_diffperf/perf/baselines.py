@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._util.jsonfile import describe_type, json_path, read_json_object, validate
+from .._util.jsonfile import read_json_object
 from ..cases import Case
 from ..errors import DiffperfError
 from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform, locate
-from .schema import Sampling, ScenarioBaseline, Tolerances
+from .schema import Sampling, ScenarioBaseline, Tolerances, baseline_problems, is_flat
 
 SINGLE_FILE = "perf_baselines.json"
 PLATFORM_DIR = "perf_baselines"
@@ -128,84 +128,39 @@ def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name
     if runner_name is None:
         runner_name = os.environ.get("RUNNER_NAME", "")
     raw = {f: read_json_object(f) for f in files}
+    for f in files:
+        problems = baseline_problems(raw[f])
+        if problems:
+            first, more = problems[0], f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+            raise DiffperfError(first.message + more, source=str(f), key=first.path or None)
     doc = raw[primary]
-    tolerances, flat = parse_tolerances(doc, primary)
-    step_fractions = parse_step_fractions(doc, primary, required=bool(tolerances))
-    prefix, overrides = runner_overrides(doc, primary, runner_name)
+    tolerances, flat = parse_tolerances(doc)
+    step_fractions = Sampling.model_validate(doc["sampling"]).step_fractions if "sampling" in doc else []
+    prefix, overrides = runner_overrides(doc, runner_name)
     scenarios: dict[str, ScenarioBaseline] = {}
     source: dict[str, Path] = {}
     for f in files:
-        for name, entry in scenario_dicts(raw[f], f).items():
-            scenario = validate(ScenarioBaseline, entry, f, json_path("scenarios", name))
-            if f == primary and prefix is not None and name in overrides:
-                where = json_path(json_path("runner_overrides", prefix), name)
-                scenario = validate(ScenarioBaseline, {**entry, **overrides[name]}, f, where)
-            scenarios[name] = scenario
+        for name, entry in raw[f]["scenarios"].items():
+            fields = {**entry, **overrides[name]} if f == primary and name in overrides else entry
+            scenarios[name] = ScenarioBaseline.model_validate(fields)
             source[name] = f
     return BaselineSet(files, primary, tolerances, step_fractions, scenarios, source, raw, flat, prefix)
 
 
-def scenario_dicts(doc: dict[str, Any], path: Path) -> dict[str, Any]:
-    if "scenarios" not in doc:
-        raise DiffperfError("required key is missing", source=str(path), key="scenarios")
-    scenarios = doc["scenarios"]
-    if not isinstance(scenarios, dict):
-        raise DiffperfError(f"expected an object, got {describe_type(scenarios)}", source=str(path), key="scenarios")
-    return scenarios
+def parse_tolerances(doc: dict[str, Any]) -> tuple[dict[str, Tolerances], bool]:
+    """Profiles by name, and whether the file used the legacy flat form (of a document without problems)."""
+    tol = doc.get("tolerances", {})
+    if is_flat(tol):
+        return {LEGACY_PROFILE: Tolerances.model_validate(tol)}, True
+    return {name: Tolerances.model_validate(profile) for name, profile in tol.items()}, False
 
 
-def parse_tolerances(doc: dict[str, Any], path: Path) -> tuple[dict[str, Tolerances], bool]:
-    """Profiles by name, and whether the file used the legacy flat form."""
-    if "tolerances" not in doc:
-        return {}, False
-    tol = doc["tolerances"]
-    if not isinstance(tol, dict) or not tol:
-        raise DiffperfError(
-            f"expected an object of tolerance profiles, got {describe_type(tol)}", source=str(path), key="tolerances"
-        )
-    if "e2e" in tol and not isinstance(tol["e2e"], dict):
-        return {LEGACY_PROFILE: validate(Tolerances, tol, path, "tolerances")}, True
-    return {name: validate(Tolerances, prof, path, json_path("tolerances", name)) for name, prof in tol.items()}, False
-
-
-def parse_step_fractions(doc: dict[str, Any], path: Path, *, required: bool) -> list[float]:
-    if "sampling" not in doc:
-        if required:
-            raise DiffperfError("required key is missing (with step_fractions)", source=str(path), key="sampling")
-        return []
-    return validate(Sampling, doc["sampling"], path, "sampling").step_fractions
-
-
-def runner_overrides(doc: dict[str, Any], path: Path, runner_name: str) -> tuple[str | None, dict[str, Any]]:
+def runner_overrides(doc: dict[str, Any], runner_name: str) -> tuple[str | None, dict[str, Any]]:
     """The first ``runner_overrides`` prefix ``runner_name`` starts with, and its per-scenario fields."""
-    overrides = doc.get("runner_overrides", {})
-    check_runner_overrides(overrides, scenario_dicts(doc, path), path)
-    for prefix, per_scenario in overrides.items():
+    for prefix, per_scenario in doc.get("runner_overrides", {}).items():
         if runner_name.startswith(prefix):
             return prefix, per_scenario
     return None, {}
-
-
-def check_runner_overrides(overrides: Any, scenarios: Mapping[str, Any], path: Path) -> None:
-    """``{runner prefix: {scenario: {field: value}}}`` naming existing scenarios only."""
-    key = "runner_overrides"
-    if not isinstance(overrides, dict):
-        raise DiffperfError(f"expected an object, got {describe_type(overrides)}", source=str(path), key=key)
-    for prefix, per_scenario in overrides.items():
-        if not isinstance(per_scenario, dict):
-            raise DiffperfError(
-                f"expected an object of scenario overrides, got {describe_type(per_scenario)}",
-                source=str(path),
-                key=json_path(key, prefix),
-            )
-        for name, fields in per_scenario.items():
-            where = json_path(json_path(key, prefix), name)
-            if name not in scenarios:
-                raise DiffperfError("override for a scenario that is not in the file", source=str(path), key=where)
-            if not isinstance(fields, dict):
-                raise DiffperfError(
-                    f"expected an object of fields, got {describe_type(fields)}", source=str(path), key=where
-                )
 
 
 def select_scenarios(baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None) -> list[str]:

@@ -11,12 +11,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .._util.findings import Finding, Severity, bare, read_for_lint, schema_problems
+from .._util.findings import Finding, Severity, read_for_lint
 from .._util.jsonfile import json_path
-from ..errors import DiffperfError
 from ..protocol import DENOISING_STAGE, PER_FRAME_STAGE
-from .baselines import BaselineSet, baseline_files, check_runner_overrides
-from .schema import Sampling, ScenarioBaseline, Tolerances
+from .baselines import BaselineSet, baseline_files
+from .schema import ScenarioBaseline, baseline_problems, is_flat, scenario_problems
 
 AGG_TOLERANCE = 0.03  # expected avg/median vs the mean/median of a full step map
 DENOISE_SHORT = (0.10, 20.0)  # DenoisingStage below sum(steps) * (1 - 0.10) - 20 ms
@@ -49,76 +48,52 @@ def lint_baselines(target: BaselineSet | str | Path, hardware: str | None = None
 
 
 def lint_baseline_doc(path: Path, doc: dict[str, Any]) -> list[Finding]:
-    """Every finding of one baseline or fragment file."""
+    """Every finding of one baseline or fragment file: the loader's schema problems, then the warnings."""
     file = str(path)
     out = [
         Finding("warning", file, "", key, "unknown top-level key (kept, not used)")
         for key in doc
         if key not in TOP_LEVEL_KEYS
     ]
-    errors = _tolerance_errors(doc)
-    if "sampling" in doc:
-        errors += schema_problems(Sampling, doc["sampling"], "sampling")
-    elif "tolerances" in doc:
-        errors.append(("sampling", "required key is missing (with step_fractions)"))
-    out += [Finding("error", file, "", key, msg) for key, msg in errors]
-    if (
-        isinstance(doc.get("tolerances"), dict)
-        and "pr_test" not in doc["tolerances"]
-        and "e2e" not in doc["tolerances"]
-    ):
+    problems = baseline_problems(doc)
+    for problem in problems:
+        entry = json_path("scenarios", problem.scenario)  # a scenario's own keys are named within it
+        key = "" if problem.path == entry else problem.path.removeprefix(entry + ".")
+        out.append(Finding("error", file, problem.scenario, key, problem.message))
+    tolerances = doc.get("tolerances")
+    if isinstance(tolerances, dict) and "pr_test" not in tolerances and not is_flat(tolerances):
         out.append(Finding("warning", file, "", "tolerances", "no 'pr_test' profile (SGLang's default profile)"))
-    if "scenarios" not in doc:
-        return [*out, Finding("error", file, "", "scenarios", "required key is missing")]
-    scenarios = doc["scenarios"]
-    if not isinstance(scenarios, dict):
-        return out + [Finding("error", file, "", "scenarios", "expected an object of scenarios")]
-    for name, entry in scenarios.items():
-        out += [Finding(sev, file, name, key, msg) for sev, key, msg in lint_scenario(entry)]
-    return out + _lint_overrides(path, doc.get("runner_overrides", {}), scenarios)
-
-
-def _tolerance_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    if "tolerances" not in doc:
-        return []
-    tol = doc["tolerances"]
-    if not isinstance(tol, dict) or not tol:
-        return [("tolerances", "expected an object of tolerance profiles")]
-    if "e2e" in tol and not isinstance(tol["e2e"], dict):
-        return schema_problems(Tolerances, tol, "tolerances")
-    return [e for name, prof in tol.items() for e in schema_problems(Tolerances, prof, json_path("tolerances", name))]
-
-
-def _lint_overrides(path: Path, overrides: Any, scenarios: dict[str, Any]) -> list[Finding]:
-    """Override shape, and each overridden scenario as the loader would parse it."""
-    try:
-        check_runner_overrides(overrides, scenarios, path)
-    except DiffperfError as exc:
-        return [Finding("error", str(path), "", exc.key or "", bare(exc))]
-    out = []
-    for prefix, per_scenario in overrides.items():
-        for name, fields in per_scenario.items():
-            if isinstance(scenarios[name], dict):
-                merged = {**scenarios[name], **fields}
-                where = json_path(json_path("runner_overrides", prefix), name)
-                out += [
-                    Finding("error", str(path), name, k, m) for k, m in schema_problems(ScenarioBaseline, merged, where)
-                ]
+    scenarios = doc.get("scenarios")
+    if isinstance(scenarios, dict):
+        failed = {p.scenario for p in problems if p.path.startswith("scenarios.")}
+        for name, entry in scenarios.items():
+            if isinstance(entry, dict):
+                warnings = _unknown_keys(entry) + (
+                    [] if name in failed else _warnings(ScenarioBaseline.model_validate(entry))
+                )
+                out += [Finding(sev, file, name, key, msg) for sev, key, msg in warnings]
     return out
 
 
 def lint_scenario(entry: Any) -> list[tuple[Severity, str, str]]:
-    """(severity, key, message) for one scenario entry."""
+    """(severity, key, message) for one scenario entry: its schema problems and unknown keys, else its warnings."""
     if not isinstance(entry, dict):
         return [("error", "", "expected an object")]
-    errors: list[tuple[Severity, str, str]] = [
-        ("error", key, msg) for key, msg in schema_problems(ScenarioBaseline, entry)
+    errors: list[tuple[Severity, str, str]] = [("error", key, msg) for key, msg in scenario_problems(entry)]
+    return errors + _unknown_keys(entry) + ([] if errors else _warnings(ScenarioBaseline.model_validate(entry)))
+
+
+def _unknown_keys(entry: dict[str, Any]) -> list[tuple[Severity, str, str]]:
+    return [
+        ("warning", k, "unknown key (kept, not used by the checks)")
+        for k in entry
+        if k not in ScenarioBaseline.model_fields
     ]
-    unknown = [k for k in entry if k not in ScenarioBaseline.model_fields]
-    out = errors + [("warning", k, "unknown key (kept, not used by the checks)") for k in unknown]
-    if errors:
-        return out
-    s = ScenarioBaseline.model_validate(entry)
+
+
+def _warnings(s: ScenarioBaseline) -> list[tuple[Severity, str, str]]:
+    """Unguarded metrics, a missing test-time estimate, figures that disagree with each other."""
+    out: list[tuple[Severity, str, str]] = []
     for key in ("expected_e2e_ms", "expected_load_ms"):
         if getattr(s, key) == 0:
             out.append(("warning", key, "is 0: this metric is unguarded"))

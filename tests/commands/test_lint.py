@@ -129,7 +129,7 @@ def test_all_schema_errors_are_listed(write, h100_doc):
         ('{"models": []}', "neither a baseline file"),
         ('{"cases": [{"id": "a"}]}', "neither a baseline file"),  # the plugin's case file
         ('{"scenarios": {"a": {}, "a": {}}}', "duplicate key"),
-        ('{"scenarios": []}', "expected an object of scenarios"),
+        ('{"scenarios": []}', "expected an object, got a list"),  # the loader's words
         ('{"scenarios": {"a": 1}}', "expected an object"),
         (
             '{"tolerances": {"e2e": 0.1}, "sampling": {"step_fractions": [0]}, "scenarios": {}}',

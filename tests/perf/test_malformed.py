@@ -8,10 +8,12 @@ import sys
 
 import pytest
 
+from pytest_diffperf._util.findings import bare
 from pytest_diffperf.consistency.thresholds import load_thresholds
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.limits import get_preset
+from pytest_diffperf.perf.lint import lint_baselines
 
 S = "scenarios.img_t2i"
 
@@ -214,6 +216,20 @@ def test_malformed_baseline(write, h100_doc, mutate, key, fragment):
     assert fragment in message
     assert "\n" not in message
     assert exc.value.source == str(path) and exc.value.key == key
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key", "fragment"), [c[1:] for c in BASELINE_CASES], ids=[c[0] for c in BASELINE_CASES]
+)
+def test_lint_reports_what_loading_refuses(write, h100_doc, mutate, key, fragment):
+    """One validator: the loader's error is among lint's errors, same file, same key, same words."""
+    content = mutate(h100_doc)
+    path = write("perf_baselines.json", h100_doc if content is None else content)
+    with pytest.raises(DiffperfError) as exc:
+        load_baselines(path, runner_name=RUNNER)
+    errors = [f for f in lint_baselines(path) if f.severity == "error"]
+    message = bare(exc.value).split(" (and ")[0]
+    assert any(str(exc.value.key or "").endswith(f.key) and f.message == message for f in errors), (message, errors)
 
 
 def test_several_problems_make_one_message(write, h100_doc):
