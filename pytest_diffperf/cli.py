@@ -13,10 +13,15 @@ import sys
 from .errors import DiffperfError
 
 SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "compare", "import-cases")
+DESCRIPTION = (
+    "Tools around pytest-diffperf's performance baselines and results: check and inspect baseline files, "
+    "split a suite into CI shards and merge their results, convert SGLang's case lists, and run the "
+    "cross-framework serving comparison. The checks themselves run in pytest: pytest --diffperf=PROFILE."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="diffperf", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="diffperf", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
         importlib.import_module(f"pytest_diffperf.commands.{name.replace('-', '_')}").register(sub)

@@ -24,6 +24,12 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 WARMUP_MODES = ("off", "request", "server")
 
 
+DESCRIPTION = (
+    "The CPU reference server bundled with pytest-diffperf: tiny diffusers pipelines with seeded weights, "
+    "served with SGLang's command line, HTTP API and performance log, with faults to inject on demand "
+    "(delays per stage or step, jitter, crashes, hangs). `serve` starts one; `models` lists the built-in models."
+)
+
 def _delay(text: str) -> tuple[str, float]:
     try:
         return parse_delay(text)
@@ -64,7 +70,7 @@ def _non_negative_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="diffperf-refserver", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="diffperf-refserver", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("models", help="list the built-in models")
 
