@@ -54,6 +54,13 @@ def pytest_configure(config: pytest.Config) -> None:
     artifacts = session.consistency.artifacts_dir if session.consistency else None
     collector = ResultsCollector(session.header(), session.settings.diffperf_json, artifacts)
     config.pluginmanager.register(collector, "diffperf-results")
+    from .suite.unmatched import UnmatchedReport
+
+    config.pluginmanager.register(UnmatchedReport(session), "diffperf-unmatched")
+    if session.settings.diffperf_dry_run:
+        from .suite.dryrun import DryRun
+
+        config.pluginmanager.register(DryRun(session), "diffperf-dry-run")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
