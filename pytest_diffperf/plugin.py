@@ -35,6 +35,10 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
 def pytest_configure(config: pytest.Config) -> None:
     regen = requested(config)
     if not (config.getoption("diffperf") or config.getini("diffperf") or regen or ground_truth_requested(config)):
+        if config.getoption("diffperf_dry_run"):
+            raise pytest.UsageError(
+                "diffperf: --diffperf-dry-run: plans a run's scenarios: pass --diffperf PROFILE too"
+            )
         return
     from .suite.regen import start_regen
     from .suite.report import ResultsCollector

@@ -90,8 +90,7 @@ class DiffperfSession:
     def scenario_ids(self) -> list[str]:
         """The baseline's scenarios of this platform, then cases without one, then SGLang's cases the
         plugin cannot express yet that have none (collected to be skipped with the reason)."""
-        ids = select_scenarios(self.baselines, self.cases, self.settings.diffperf_hardware)
-        return ids + [sid for sid in self.not_expressible if sid not in ids]
+        return select_scenarios(self.baselines, self.cases, self.settings.diffperf_hardware, list(self.not_expressible))
 
     def unmatched(self, scenario_ids: Sequence[str]) -> Unmatched:
         """Of ``scenario_ids``: scenarios without a case, cases without a scenario, cases not expressible yet."""

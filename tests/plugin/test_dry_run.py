@@ -114,6 +114,14 @@ def test_each_scenario_is_planned_and_skipped_and_nothing_starts(pytester, cases
     assert not list((pytester.path).glob("**/server.log"))
 
 
+def test_a_dry_run_without_a_run_is_a_usage_error(pytester):
+    result = pytester.runpytest("--diffperf-dry-run")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: diffperf: --diffperf-dry-run: plans a run's scenarios: pass --diffperf PROFILE too"]
+    )
+
+
 def test_a_scenario_skipped_for_its_devices_says_why(pytester, suite, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
     args = suite([tiny_case("two_gpus", num_gpus=2)], {"two_gpus": GENEROUS})

@@ -142,3 +142,23 @@ def test_the_word_sglang_is_the_installed_package_even_beside_a_folder_of_that_n
             "*87 tests collected*",
         ]
     )
+
+
+def test_diffperf_plan_shards_sglangs_lists_as_the_run_does(pytester, capsys):
+    """With a not-expressible case that has no baseline scenario: collected (to be skipped) on both sides."""
+    from pytest_diffperf.cli import main
+
+    doc = json.loads(H100_BASELINES.read_text())
+    del doc["scenarios"]["hunyuan3d_shape_gen"]
+    folder = pytester.path / "perf_baselines"
+    folder.mkdir()
+    (folder / "h100.json").write_text(json.dumps(doc))
+    argv = ["plan", str(folder), "--hardware", "h100", "--cases", str(GPU_CASES), "--server", "sglang"]
+    assert main([*argv, "--shards", "3"]) == 0
+    planned = json.loads(capsys.readouterr().out)["include"]
+    args = [a if not a.startswith("--diffperf-baselines=") else f"--diffperf-baselines={folder}" for a in h100_args()]
+    for entry in planned:
+        result = pytester.runpytest(*args, f"--diffperf-shard={entry['shard']}/3", "--co", "-q")
+        assert sorted(collected(result)) == sorted(entry["scenarios"]), entry["shard"]
+    assert sum(len(e["scenarios"]) for e in planned) == 87  # 83 scenarios, 3 cases without one, hunyuan3d_shape_gen
+    assert any("hunyuan3d_shape_gen" in e["scenarios"] for e in planned)
