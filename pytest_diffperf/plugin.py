@@ -35,6 +35,10 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
 def pytest_configure(config: pytest.Config) -> None:
     regen = requested(config)
     if not (config.getoption("diffperf") or config.getini("diffperf") or regen or ground_truth_requested(config)):
+        if config.getoption("diffperf_dry_run"):
+            raise pytest.UsageError(
+                "diffperf: --diffperf-dry-run: plans a run's scenarios: pass --diffperf PROFILE too"
+            )
         return
     from .suite.regen import start_regen
     from .suite.report import ResultsCollector
@@ -54,6 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
     artifacts = session.consistency.artifacts_dir if session.consistency else None
     collector = ResultsCollector(session.header(), session.settings.diffperf_json, artifacts)
     config.pluginmanager.register(collector, "diffperf-results")
+    from .suite.unmatched import UnmatchedReport
+
+    config.pluginmanager.register(UnmatchedReport(session), "diffperf-unmatched")
+    if session.settings.diffperf_dry_run:
+        from .suite.dryrun import DryRun
+
+        config.pluginmanager.register(DryRun(session), "diffperf-dry-run")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

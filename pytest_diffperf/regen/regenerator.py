@@ -56,7 +56,7 @@ class Regenerator:
                 f"regeneration measures cases and {where}: pass --diffperf-cases FILE (or set diffperf_cases)",
                 source="--regen-baselines",
             )
-        measured = [sid for sid in scenario_ids if sid in cases and cases[sid].run_perf_check]
+        measured = [sid for sid in scenario_ids if sid in cases]  # run_perf_check false too: SGLang regenerates those
         run = cls(
             settings,
             baselines,

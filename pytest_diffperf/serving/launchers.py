@@ -9,7 +9,6 @@ call ``register_launcher``, or are declared in the ``pytest_diffperf.launchers``
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 import sys
@@ -116,9 +115,8 @@ class Launcher:
         return client.generate(base_url, case, timeout)
 
     def preview(self, case: Case) -> str:
-        """What ``request`` sends for ``case``, as one line of text (for ``diffperf compare --dry-run``)."""
-        image = f" (multipart, with {case.reference_image})" if isinstance(case.reference_image, str) else ""
-        return f"POST {client.endpoint(case)} {json.dumps(client.request_body(case))}{image}"
+        """What ``request`` sends for ``case``, as one line of text (for the dry runs)."""
+        return client.describe_request(case)
 
 
 class ReferenceLauncher(Launcher):

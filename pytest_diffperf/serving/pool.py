@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .launchers import ServerSpec, get_launcher
-from .process import ServerError, ServerProcess, server_ports
+from .process import ServerError, ServerPorts, ServerProcess, server_ports
 
 
 @dataclass
@@ -22,6 +22,16 @@ class ServerStart:
     load_ms: float | None = None
     ready: bool = False
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """What a server start runs: its command, the environment added to ours, its ports and its folder."""
+
+    command: list[str]
+    env: dict[str, str]
+    ports: ServerPorts
+    perf_dir: Path
 
 
 @dataclass
@@ -52,15 +62,20 @@ class ServerPool:
         self.release()
         return self._start(spec)
 
-    def _start(self, spec: ServerSpec) -> ServerProcess:
+    def plan(self, spec: ServerSpec, number: int | None = None, ports: ServerPorts | None = None) -> ServerPlan:
+        """The command, environment, ports and folder of start ``number`` (default: the next) of ``spec``'s server,
+        with free ports from the pool's range unless ``ports`` are given. Starts and creates nothing."""
         launcher = get_launcher(spec.launcher)
-        number = len(self.launches) + 1
-        perf_dir = self.workdir / f"server-{number}"
-        perf_dir.mkdir(parents=True, exist_ok=True)
-        ports = server_ports(ports=self.ports)
+        perf_dir = self.workdir / f"server-{number or len(self.launches) + 1}"
+        ports = ports or server_ports(ports=self.ports)
         env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}
-        server = ServerProcess(launcher.server_command(spec, ports), env, perf_dir / "server.log", ports.http)
-        launch = ServerStart(spec.key, None, ports.http, str(server.log_path))
+        return ServerPlan(launcher.server_command(spec, ports), env, ports, perf_dir)
+
+    def _start(self, spec: ServerSpec) -> ServerProcess:
+        plan = self.plan(spec)
+        plan.perf_dir.mkdir(parents=True, exist_ok=True)
+        server = ServerProcess(plan.command, plan.env, plan.perf_dir / "server.log", plan.ports.http)
+        launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path))
         self.launches.append(launch)
         started = time.monotonic()
         try:

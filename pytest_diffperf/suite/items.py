@@ -18,6 +18,7 @@ from ..errors import DiffperfFailure
 from ..perf.measurement import Measurement
 from ..results.model import ScenarioResult
 from ..results.verdict import (
+    E2E_AND_LOAD,
     ScenarioFailure,
     judge_scenario,
     judged_values,
@@ -55,9 +56,12 @@ class ScenarioItem(pytest.Item):
         self.server: ServerProcess | None = None
         self.stash[SCENARIO_KEY] = self.name
         self.user_properties.append((SCENARIO_PROPERTY, self.name))
+        reason = session.not_expressible.get(self.name) if self.case is None else None
+        if reason:
+            self.add_marker(pytest.mark.skip(reason=f"{self.name}: {reason}"))
 
     def setup(self) -> None:
-        if self.spec is not None and self.case is not None and (self.case.run_perf_check or self._compares()):
+        if self.spec is not None and self.case is not None:
             self.server = _session(self.config).pool.get(self.spec)
 
     def _compares(self) -> bool:
@@ -73,8 +77,7 @@ class ScenarioItem(pytest.Item):
             )
             self._report(result)
             raise ScenarioFailure(result.message)
-        if self.server is None:
-            pytest.skip(f"{self.name}: run_perf_check is false and its output is not compared")
+        assert self.server is not None
         timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
         started = time.monotonic()
         samples = measure(self.server, session.launcher, self.case, timeout)
@@ -98,8 +101,8 @@ class ScenarioItem(pytest.Item):
     def _perf(
         self, session: DiffperfSession, samples: Sequence[Sample], measurement: Measurement, measure_s: float
     ) -> ScenarioResult:
-        """Regenerated (regeneration run), unjudged (no profile, or run_perf_check false), failed for
-        want of a baseline, or judged by the limit engine; with the request rows and the server."""
+        """Regenerated (regeneration run), unjudged (no profile), failed for want of a baseline, or judged by
+        the limit engine (e2e and load alone with run_perf_check false, as SGLang); with the rows and the server."""
         assert self.case is not None
         assert self.server is not None
         assert self.spec is not None
@@ -107,7 +110,7 @@ class ScenarioItem(pytest.Item):
         if regen is not None:
             result, record = regen.regenerate(self.name, self.spec.key, self.server.ready_s, measurement, measure_s)
             self.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
-        elif session.settings.profile is None or not self.case.run_perf_check:
+        elif session.settings.profile is None:
             result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")
         elif self.baseline is None:
             message = missing_baseline_message(self.name, str(session.baselines.primary), measurement)
@@ -115,7 +118,12 @@ class ScenarioItem(pytest.Item):
         else:
             tolerances = session.baselines.profile(session.settings.profile)
             step_fractions = session.baselines.step_fractions
-            result = judge_scenario(self.name, self.baseline, measurement, tolerances, session.preset, step_fractions)
+            vram, host_anon = session.memory_checks()
+            kinds = None if self.case.run_perf_check else E2E_AND_LOAD
+            result = judge_scenario(
+                self.name, self.baseline, measurement, tolerances, session.preset, step_fractions,
+                kinds=kinds, vram=vram, host_anon=host_anon,
+            )  # fmt: skip
         result.rows = request_rows(self.name, samples, measurement, session.baselines.step_fractions)
         result.measured = judged_values(measurement, session.preset)
         result.server = self.server.info()

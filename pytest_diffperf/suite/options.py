@@ -25,6 +25,7 @@ class Option:
     default: str | None = None
     is_path: bool = False
     is_flag: bool = False  # takes no value on the command line; ini: true/false
+    words: tuple[str, ...] = ()  # values of a path option kept as they are, never made a path
 
     @property
     def dest(self) -> str:
@@ -35,7 +36,13 @@ OPTIONS = (
     Option("--diffperf", "run the baseline scenarios, judged with tolerance PROFILE (pr_test, long_term, ...)"),
     Option("--diffperf-baselines", "perf baseline file, or an SGLang perf_baselines/ directory", is_path=True),
     Option("--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)"),
-    Option("--diffperf-cases", "case definitions (superset of SGLang's comparison_configs.json)", is_path=True),
+    Option(
+        "--diffperf-cases",
+        "case definitions: a JSON case file, SGLang's gpu_cases.py (or a checkout or wheel holding it), "
+        "or sglang (the installed package)",
+        is_path=True,
+        words=("sglang",),
+    ),
     Option(
         "--diffperf-server",
         "server launcher: sglang, reference (the bundled CPU server), or a registered one",
@@ -60,6 +67,15 @@ OPTIONS = (
     Option("--diffperf-frames", "video frames to compare: first,mid,last | all | every:K", default="first,mid,last"),
     Option("--diffperf-artifacts", "write comparison images and metrics per case here", is_path=True),
     Option("--regen-ground-truth", "write the outputs as ground truth instead of comparing them", is_flag=True),
+    Option(
+        "--diffperf-suites",
+        "SGLang CI suites to read from SGLang's case lists, comma-separated (default: those its CI runs on the platform)",
+    ),
+    Option(
+        "--diffperf-dry-run",
+        "print each selected scenario's server command, environment and request; start nothing",
+        is_flag=True,
+    ),
 )
 
 
@@ -91,6 +107,8 @@ class Settings:
     diffperf_frames: str
     diffperf_artifacts: Path | None
     regen_ground_truth: bool
+    diffperf_suites: str | None
+    diffperf_dry_run: bool
 
     @property
     def profile(self) -> str | None:
@@ -125,7 +143,7 @@ def read_settings(config: pytest.Config) -> Settings:
     for opt in OPTIONS:
         raw, base = _raw(config, opt)
         if raw is not None and opt.is_path:
-            raw = (base / str(raw)).resolve()
+            raw = Path(str(raw)) if str(raw) in opt.words else (base / str(raw)).resolve()
         values[opt.dest] = truthy(raw) if opt.is_flag else raw
     for name in ("diffperf_startup_timeout", "diffperf_request_timeout"):
         values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
