@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .launchers import ServerSpec, get_launcher
+from .launchers import Launcher, ServerSpec, get_launcher
 from .process import ServerError, ServerProcess, server_ports
 
 
@@ -31,6 +31,7 @@ class ServerPool:
     progress: Callable[[str], None] = lambda _msg: None
     device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}  # num_gpus -> devices to expose
     ports: range | None = None  # None: any free port
+    launcher: Launcher | None = None  # None: each spec's registered launcher (A/B: one side's)
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
@@ -53,7 +54,7 @@ class ServerPool:
         return self._start(spec)
 
     def _start(self, spec: ServerSpec) -> ServerProcess:
-        launcher = get_launcher(spec.launcher)
+        launcher = self.launcher or get_launcher(spec.launcher)
         number = len(self.launches) + 1
         perf_dir = self.workdir / f"server-{number}"
         perf_dir.mkdir(parents=True, exist_ok=True)

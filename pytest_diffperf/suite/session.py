@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
 from ..serving.pool import ServerPool
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, assign, parse_shard, server_groups
+from ..verdicts.static import StaticPolicy
+from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, static_policy
 from .consistency import consistency_config, thresholds
 from .options import Settings, ground_truth_requested, read_settings
 
@@ -37,6 +40,9 @@ class DiffperfSession:
     shard: Shard | None = None  # run only this shard's scenarios
     consistency: ConsistencyConfig | None = None  # None: outputs are not compared
     thresholds: ThresholdSet | None = None
+    ab: ABRun | None = None  # --diffperf-base: every scenario A/B against the base build
+    static_policy: StaticPolicy | None = None  # None: stored-baseline checks by SGLang's rule alone
+    inconclusive: InconclusiveMode = "report"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
@@ -61,9 +67,15 @@ class DiffperfSession:
         if any(c.run_consistency_check for c in cases.values()):
             consistency = consistency_config(settings, ground_truth_requested(config))
         limits = thresholds(settings) if consistency else None
+        inconclusive, noise = inconclusive_mode(settings), static_policy(settings)
         workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))  # last: nothing above leaves a folder behind
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
+        try:
+            ab = ab_run(settings, launcher, workdir, devices, progress)
+        except DiffperfError:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
         session = cls(
             settings=settings,
             baselines=baselines,
@@ -75,6 +87,9 @@ class DiffperfSession:
             devices=devices,
             consistency=consistency,
             thresholds=limits,
+            ab=ab,
+            static_policy=noise,
+            inconclusive=inconclusive,
         )
         session.shard = session.shard_of(*shard) if shard else None
         return session
@@ -101,6 +116,8 @@ class DiffperfSession:
             "launcher": self.launcher.name,
             "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,
             "consistency": self.consistency.describe() if self.consistency else "off (no ground-truth folder)",
+            "base": self.ab.sides["base"].spec.text if self.ab else None,
+            "candidate": self.ab.sides["candidate"].spec.text if self.ab else None,
         }
 
     def header_lines(self) -> list[str]:
@@ -118,6 +135,8 @@ class DiffperfSession:
 
     def close(self) -> None:
         self.pool.release()
+        if self.ab is not None:
+            self.ab.close()
 
 
 def share_of(config: pytest.Config, settings: Settings) -> DeviceShare:

@@ -6,9 +6,12 @@ far that process, or the run that stored the baseline, sits from the truth, so t
 ``log(actual / expected)`` adds two priors to the run's own spread: the stored baseline's run offset
 (common to every re-measure) and the fresh process's offset (which re-measures average out). A
 check then ``fail``s when the whole interval lies above the limit, ``pass``es when it lies at or
-below it, and is ``inconclusive`` when it straddles it. A check that does not pass is re-measured
-on a fresh server, pooled with what came before, within ``max_attempts`` (SGLang instead retries a
-failing test up to 6 times and keeps the first pass, which lets a real regression through).
+below it, and is ``inconclusive`` when it straddles it. A failing check is re-measured on a fresh
+server, pooled with what came before, within ``max_attempts``; so is an inconclusive one whose
+estimate lies far enough from its limit that the remaining attempts could decide it (where the
+limit lies within the irreducible noise, more attempts cannot, and the verdict stays inconclusive).
+SGLang instead retries a failing test up to 6 times and keeps the first pass, which lets a real
+regression through.
 Memory checks do not jitter and stay deterministic (:func:`pytest_diffperf.perf.limits.judge`).
 """
 
@@ -19,12 +22,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import DiffperfError
 from ..perf.limits import Check
 from ..protocol import DENOISING_STAGE
 from .interval import estimate
-from .noise import FloatArray, Noise
+from .noise import MEDIAN_VARIANCE, FloatArray, Noise
 from .rules import CodeArray, look_alpha, z_value
 from .vocab import STATIC_VERDICTS, StaticVerdict
 
@@ -202,9 +206,52 @@ def scenario_verdict(results: Sequence[StaticResult]) -> StaticVerdict:
     return "pass" if verdicts == {"pass"} else "inconclusive"
 
 
-def remeasure(verdict: StaticVerdict, attempts: int, policy: StaticPolicy | None = None) -> bool:
-    """Whether to measure again on a fresh server: the pooled verdict is not a pass and attempts remain."""
+def decidable(
+    low: FloatArray,
+    high: FloatArray,
+    log_limit: FloatArray,
+    noise: StaticNoise,
+    z: float,
+    requests: FloatArray,
+    attempts: int,
+) -> NDArray[np.bool_]:
+    """Whether ``attempts`` attempts could decide an interval ``[low, high]`` (log scale) at its current estimate.
+
+    The forecast interval keeps the estimate and shrinks to the priors' standard error over
+    ``attempts`` fresh processes of ``requests`` requests each; the baseline's own offset stays.
+    """
+    est = (np.asarray(low) + np.asarray(high)) / 2
+    m = np.maximum(np.asarray(requests, dtype=np.float64), 1.0)
+    own = np.where(m <= 2, 1.0, MEDIAN_VARIANCE) * noise.within**2 / m
+    se = np.sqrt(noise.baseline**2 + (noise.process**2 + own) / attempts)
+    edge = np.asarray(log_limit, dtype=np.float64)
+    return np.asarray((est - z * se > edge) | (est + z * se <= edge), dtype=np.bool_)
+
+
+def remeasure(
+    results: Sequence[StaticResult],
+    attempts: int,
+    policy: StaticPolicy | None = None,
+    *,
+    denoising: Collection[str] = frozenset({DENOISING_STAGE}),
+) -> bool:
+    """Whether to measure again on a fresh server, after ``attempts`` attempts judged as ``results``.
+
+    Yes while attempts remain and a check fails, or is inconclusive but decidable within the
+    remaining attempts (:func:`decidable`); never when every check passes.
+    """
     policy = StaticPolicy() if policy is None else policy
     if attempts < 1:
         raise ValueError("remeasure is asked after at least one attempt")
-    return verdict != "pass" and attempts < policy.max_attempts
+    if attempts >= policy.max_attempts:
+        return False
+    z = policy.z(len(results))
+    for r in results:
+        if r.verdict == "fail":
+            return True
+        if r.verdict == "inconclusive":
+            requests = _a(r.requests / max(r.processes, 1))
+            logs = (_a(math.log(r.low)), _a(math.log(r.high)), _a(math.log(r.check.limit)))
+            if bool(decidable(*logs, policy.noise(r.check, denoising), z, requests, policy.max_attempts)):
+                return True
+    return False

@@ -12,6 +12,7 @@ from pytest_diffperf.perf.limits import Check, get_preset, limit, plan_checks
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.verdicts.static import (
     StaticNoise,
+    decidable,
     StaticPolicy,
     judge_scenario,
     judge_static,
@@ -141,13 +142,37 @@ def test_noise_by_check_kind():
 
 
 def test_remeasure_rule():
+    """Fails are re-measured; an inconclusive check only while the remaining attempts could decide it."""
     policy = StaticPolicy(max_attempts=3)
-    assert remeasure("fail", 1, policy)
-    assert remeasure("inconclusive", 2, policy)
-    assert not remeasure("pass", 1, policy)
-    assert not remeasure("fail", 3, policy)
+    check = e2e_check()  # limit 125 ms
+    far_above = judge_scenario([check], {"e2e": [[200.0] * 3]}, policy)  # [?, ?] above the limit at 3 attempts
+    assert far_above[0].verdict == "inconclusive"
+    assert remeasure(far_above, 1, policy)
+    assert not remeasure(far_above, 3, policy)  # the budget is spent
+    near = judge_scenario([check], {"e2e": [[100.0] * 3]}, policy)  # the limit lies within the noise
+    assert near[0].verdict == "inconclusive"
+    assert not remeasure(near, 1, policy)
+    failing = judge_scenario([check], {"e2e": [[500.0] * 3]}, policy)
+    assert failing[0].verdict == "fail"
+    assert remeasure(failing, 1, policy)
+    passing = judge_scenario([e2e_check(rel=4.0)], {"e2e": [[100.0] * 3]}, policy)
+    assert passing[0].verdict == "pass"
+    assert not remeasure(passing, 1, policy)
     with pytest.raises(ValueError, match="at least one attempt"):
-        remeasure("fail", 0, policy)
+        remeasure(failing, 0, policy)
+
+
+def test_decidable_forecasts_the_interval_at_the_last_attempt():
+    """At the estimate log 2 with one attempt's interval: 3 attempts of 3 requests shrink se to the baseline's part and more."""
+    noise = StaticPolicy().e2e
+    z = 3.0
+    se3 = math.sqrt(noise.baseline**2 + (noise.process**2 + math.pi / 2 * noise.within**2 / 3) / 3)
+    edge_fails = math.log(2) - z * se3 - 0.01
+    edge_open = math.log(2) - z * se3 + 0.01
+    args = (np.array(math.log(2) - 1.0), np.array(math.log(2) + 1.0))
+    assert bool(decidable(*args, np.array(edge_fails), noise, z, np.array(3.0), 3))
+    assert not bool(decidable(*args, np.array(edge_open), noise, z, np.array(3.0), 3))
+    assert bool(decidable(*args, np.array(math.log(2) + z * se3 + 0.01), noise, z, np.array(3.0), 3))  # would pass
 
 
 @pytest.mark.parametrize(
