@@ -165,7 +165,7 @@ def ab_record(ab: ABResult, servers: ABServers, wall_s: float) -> ABRecord:
         wall_s=round(wall_s, 2),
         stop=ab.stop,
         metrics=[_metric_record(m) for m in ab.metrics.values()],
-        attribution=_attribution_record(ab.attribution) if ab.attribution is not None else None,
+        attribution=attribution_record(ab.attribution) if ab.attribution is not None else None,
         servers=[dict(info) for info in servers.started],
     )
 
@@ -211,7 +211,7 @@ def _metric_record(m: MetricResult) -> ABMetricRecord:
     )
 
 
-def _attribution_record(a: Attribution) -> AttributionRecord:
+def attribution_record(a: Attribution) -> AttributionRecord:
     stages = [
         StageShareRecord(
             stage=s.stage,

@@ -149,6 +149,7 @@ class NoiseRecord(BaseModel):
     requests: int
     wall_s: float
     checks: list[NoisyCheckRecord]
+    attribution: AttributionRecord | None = None  # of a failing e2e check: the stages that explain it
 
 
 class ScenarioResult(BaseModel):

@@ -4,18 +4,24 @@ The limit engine (:func:`.verdict.judge_scenario`) judges the pooled requests of
 as before; its memory checks and missing measurements stay deterministic. Each timing check is
 then judged by :mod:`pytest_diffperf.verdicts.static` on its samples per attempt (fresh server):
 ``fail`` when its whole interval lies above the limit, ``pass`` at or below it, else
-``inconclusive``. Those verdicts replace the engine's for the timing checks.
+``inconclusive``. Those verdicts replace the engine's for the timing checks. A failing e2e check
+is attributed to the stages as A/B's is (:mod:`pytest_diffperf.verdicts.attribution`), each
+stage's change against its stored value with its own interval.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..perf import limits
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline, Tolerances
+from ..verdicts.attribution import Attribution, Change, attribute
+from ..verdicts.metrics import stage_of
 from ..verdicts.static import StaticPolicy, StaticResult, judge_scenario, remeasure, scenario_verdict
+from .ab import attribution_record
 from .model import NoiseRecord, NoisyCheckRecord, ScenarioResult
 from .tables import format_failures
 from .verdict import PERF_PREFIX
@@ -70,12 +76,16 @@ def judge_noisy(
     fixed = [r for r in engine if not r.passed and r.check.name not in judged]  # memory, missing: deterministic
     verdict = scenario_verdict(noisy) if noisy else "pass"
     requests = len(measurement.e2e_ms)
+    attribution = (
+        explained(noisy, policy.z(len(noisy))) if "e2e" in judged and judged["e2e"].verdict == "fail" else None
+    )
     result.noise = NoiseRecord(
         verdict=verdict,
         attempts=len(attempts),
         requests=requests,
         wall_s=round(wall_s, 2),
         checks=[_record(r) for r in noisy],
+        attribution=attribution_record(attribution) if attribution else None,
     )
     cost = f"{len(attempts)} fresh server(s), {requests} requests"
     if fixed or verdict == "fail":
@@ -84,6 +94,8 @@ def judge_noisy(
         result.verdict = "fail"
         result.message = f"{PERF_PREFIX} {len(failing)} check(s) failed ({cost})\n{format_failures(failing)}"
         result.message += "".join(f"\n  {line}" for line in lines)
+        if attribution is not None:
+            result.message += f"\n  against the stored baseline: {attribution.text()}"
     elif verdict == "inconclusive":
         lines = [r.text() for r in noisy if r.verdict == "inconclusive"]
         result.verdict = "inconclusive"
@@ -95,6 +107,26 @@ def judge_noisy(
         result.verdict, result.message = "pass", ""
     go_on = not fixed and remeasure(noisy, len(attempts), policy, denoising=measurement.denoising_stages)
     return NoisyJudgement(result, go_on)
+
+
+def explained(results: Sequence[StaticResult], z: float) -> Attribution | None:
+    """e2e's change against the stored baseline, attributed to the stages (None without an e2e result)."""
+    changes = {r.check.name: _change(r, z) for r in results if r.check.name == "e2e" or stage_of(r.check.name)}
+    e2e = changes.pop("e2e", None)
+    if e2e is None:
+        return None
+    return attribute(e2e, {str(stage_of(name)): c for name, c in changes.items()})
+
+
+def _change(r: StaticResult, z: float) -> Change:
+    low, high = math.log(r.low / r.check.expected), math.log(r.high / r.check.expected)
+    return Change(
+        math.exp((low + high) / 2),
+        r.low / r.check.expected,
+        r.high / r.check.expected,
+        (high - low) / (2 * z),
+        r.check.expected,
+    )
 
 
 def _record(r: StaticResult) -> NoisyCheckRecord:

@@ -46,7 +46,7 @@ class SideSpec:
 def parse_side_spec(text: str, source: str) -> SideSpec:
     """Parse a SPEC (see the module docstring); one ``DiffperfError`` per mistake, ``key`` naming the item."""
     stripped = text.strip()
-    if not stripped:
+    if not stripped.strip("; "):
         raise DiffperfError(
             f"expected {CURRENT!r} or KEY=VALUE items separated by ';', got an empty SPEC", source=source
         )

@@ -12,13 +12,15 @@ from pytest_diffperf.perf.limits import Check, get_preset, limit, plan_checks
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.verdicts.static import (
     StaticNoise,
-    decidable,
     StaticPolicy,
+    forecast,
+    go_on,
     judge_scenario,
     judge_static,
     remeasure,
     scenario_verdict,
 )
+from pytest_diffperf.verdicts.vocab import STATIC_VERDICTS
 
 NOISE = StaticNoise(baseline=0.1, process=0.1, within=0.1, process_weight=8, within_weight=20)
 PR_TEST = Tolerances(e2e=0.25, denoise_stage=0.25, non_denoise_stage=0.8, denoise_step=0.3, denoise_agg=0.2)
@@ -162,17 +164,35 @@ def test_remeasure_rule():
         remeasure(failing, 0, policy)
 
 
-def test_decidable_forecasts_the_interval_at_the_last_attempt():
-    """At the estimate log 2 with one attempt's interval: 3 attempts of 3 requests shrink se to the baseline's part and more."""
+def test_forecast_at_the_last_attempt():
+    """At the estimate log 2: 3 attempts of 3 requests shrink se to the baseline's part and a third of the rest."""
     noise = StaticPolicy().e2e
     z = 3.0
     se3 = math.sqrt(noise.baseline**2 + (noise.process**2 + math.pi / 2 * noise.within**2 / 3) / 3)
-    edge_fails = math.log(2) - z * se3 - 0.01
-    edge_open = math.log(2) - z * se3 + 0.01
-    args = (np.array(math.log(2) - 1.0), np.array(math.log(2) + 1.0))
-    assert bool(decidable(*args, np.array(edge_fails), noise, z, np.array(3.0), 3))
-    assert not bool(decidable(*args, np.array(edge_open), noise, z, np.array(3.0), 3))
-    assert bool(decidable(*args, np.array(math.log(2) + z * se3 + 0.01), noise, z, np.array(3.0), 3))  # would pass
+    low, high = np.array(math.log(2) - 1.0), np.array(math.log(2) + 1.0)
+
+    def code(edge: float) -> str:
+        return STATIC_VERDICTS[int(forecast(low, high, np.array(edge), noise, z, np.array(3.0), 3))]
+
+    assert code(math.log(2) - z * se3 - 0.01) == "fail"
+    assert code(math.log(2) - z * se3 + 0.01) == "inconclusive"
+    assert code(math.log(2) + z * se3 + 0.01) == "pass"
+
+
+@pytest.mark.parametrize(
+    ("now", "later", "more"),
+    [
+        (["pass", "pass"], ["pass", "pass"], False),
+        (["fail", "pass"], ["fail", "pass"], True),  # a failure is confirmed on a fresh server
+        (["inconclusive", "pass"], ["fail", "pass"], True),
+        (["inconclusive", "inconclusive"], ["pass", "pass"], True),  # the scenario could still pass
+        (["inconclusive", "inconclusive"], ["pass", "inconclusive"], False),  # it cannot pass nor fail
+        (["inconclusive", "pass"], ["inconclusive", "pass"], False),
+    ],
+)
+def test_go_on(now, later, more):
+    codes = [np.array([STATIC_VERDICTS.index(v) for v in x], dtype=np.int8) for x in (now, later)]
+    assert bool(go_on(*codes)) is more
 
 
 @pytest.mark.parametrize(
