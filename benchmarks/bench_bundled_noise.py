@@ -22,7 +22,9 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -101,6 +103,7 @@ def main() -> None:
     ap.add_argument("--quiet-load", type=float, default=1.6, help="start a process only below this load average")
     ap.add_argument("--wait-s", type=float, default=900, help="longest wait for a quiet machine per process")
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on kill, too
     cases = load_cases(REPO / "data" / "cases.json")
     launcher = get_launcher("reference")
     groups: dict[ServerSpec, list[Case]] = defaultdict(list)

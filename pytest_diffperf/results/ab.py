@@ -26,7 +26,8 @@ from ..serving.measure import Sample
 from ..verdicts.ab import ABResult, MetricResult, ProcessPairSamples, run
 from ..verdicts.attribution import Attribution
 from ..verdicts.design import ABDesign
-from ..verdicts.metrics import E2E, VerdictPolicy, record_metrics
+from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics
+from ..verdicts.noise import NoiseEstimate, estimate_noise
 from ..verdicts.vocab import Order, Verdict
 from .model import (
     ABMetricRecord,
@@ -83,7 +84,7 @@ def judge_ab(
     wall_s = time.monotonic() - started
     side = {s: measurement(runs, s, servers) for s in ("base", "candidate")}
     memory = memory_checks(side["base"], side["candidate"], tolerances, preset, step_fractions)
-    record = ab_record(ab, servers, wall_s)
+    record = ab_record(ab, servers, wall_s, [pair_samples(pair) for pair in runs])
     failing = [r for r in memory if not r.passed]
     verdict = "fail" if failing else SCENARIO_VERDICT[ab.verdict]
     message = ""
@@ -154,7 +155,12 @@ def memory_checks(
     return [r for r in results if r.check.unit == "MiB"]
 
 
-def ab_record(ab: ABResult, servers: ABServers, wall_s: float) -> ABRecord:
+def ab_record(ab: ABResult, servers: ABServers, wall_s: float, pairs: Sequence[ProcessPairSamples]) -> ABRecord:
+    metrics = [_metric_record(m) for m in ab.metrics.values()]
+    for m in metrics:
+        estimate = run_noise(pairs, m.name)
+        if estimate is not None:
+            m.between, m.within = round(estimate.between, 4), round(estimate.within, 4)
     return ABRecord(
         verdict=ab.verdict,
         headline=f"{ab.text()}, {wall_s:.0f} s",
@@ -164,10 +170,31 @@ def ab_record(ab: ABResult, servers: ABServers, wall_s: float) -> ABRecord:
         requests=ab.requests,
         wall_s=round(wall_s, 2),
         stop=ab.stop,
-        metrics=[_metric_record(m) for m in ab.metrics.values()],
+        metrics=metrics,
         attribution=attribution_record(ab.attribution) if ab.attribution is not None else None,
         servers=[dict(info) for info in servers.started],
     )
+
+
+def run_noise(pairs: Sequence[ProcessPairSamples], name: str) -> NoiseEstimate | None:
+    """A metric's between- and within-pair noise in this run (None before two process pairs measured it)."""
+    if name == LOAD:
+        logs = [
+            [math.log(p.candidate_load_ms / p.base_load_ms)]
+            for p in pairs
+            if p.base_load_ms and p.candidate_load_ms and p.base_load_ms > 0 and p.candidate_load_ms > 0
+        ]
+    else:
+        logs = [
+            [
+                math.log(c[name] / b[name])
+                for b, c in zip(p.base, p.candidate, strict=True)
+                if b.get(name, 0) > 0 and c.get(name, 0) > 0
+            ]
+            for p in pairs
+        ]
+    logs = [x for x in logs if x]
+    return estimate_noise(logs) if len(logs) >= 2 else None
 
 
 def measured(ab: ABResult, wall_s: float) -> dict[str, float]:

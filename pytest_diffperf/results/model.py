@@ -73,6 +73,9 @@ class ABMetricRecord(BaseModel):
     process_pairs: int
     request_pairs: int
     noisier_than_prior: bool = False
+    # the run's own noise (verdicts.noise.estimate_noise, from 2 process pairs on): an A/A run's calibration
+    between: float | None = None
+    within: float | None = None
 
 
 class StageShareRecord(BaseModel):

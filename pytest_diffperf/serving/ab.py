@@ -104,7 +104,7 @@ class PairRun:
     index: int
     samples: Mapping[Side, Sequence[Sample]]
     load_ms: Mapping[Side, float | None]
-    servers: Sequence[Mapping[str, Any]]  # each server's info, with its side and process pair
+    servers: Sequence[Mapping[str, Any]]  # each server's info, with its side, process pair and ready time
 
 
 @dataclass
@@ -145,7 +145,7 @@ class ABServers:
         pool = self.pools[side]
         pool.release()
         server = pool.get(self.sides[side].server_spec(self.spec))
-        info = {"side": side, "process_pair": index, **server.info()}
+        info = {"side": side, "process_pair": index, "ready_s": server.ready_s, **server.info()}
         infos.append(info)
         self.started.append(info)
         load_ms[side] = server.load_ms

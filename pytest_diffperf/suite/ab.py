@@ -14,6 +14,7 @@ from typing import Literal, TypeVar, get_args
 
 from ..cases import Case
 from ..errors import DiffperfError
+from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
 from ..serving.ab import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
 from ..serving.launchers import Launcher, ServerSpec
@@ -22,6 +23,7 @@ from ..serving.sidespec import parse_side_spec
 from ..sharding.devices import DeviceShare
 from ..verdicts.design import ABDesign
 from ..verdicts.metrics import VerdictPolicy
+from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_priors
 from ..verdicts.static import StaticPolicy
 from .options import Settings
 
@@ -49,8 +51,32 @@ class ABRun:
             pool.release()
 
 
+def noise_priors(settings: Settings) -> NoisePriors | None:
+    """The calibration file of ``--diffperf-noise`` (None: the defaults, measured on cpu)."""
+    return read_priors(settings.diffperf_noise) if settings.diffperf_noise is not None else None
+
+
+def ab_policy(tolerances: Tolerances, override: str | None, priors: NoisePriors | None = None) -> VerdictPolicy:
+    """The profile's tolerances as A/B tolerances (``--diffperf-ab-tolerance`` replaces e2e's, the denoising
+    stage's and the step aggregates'); the calibrated priors where given, else the defaults."""
+    e2e, denoise, agg = tolerances.e2e, tolerances.denoise_stage, tolerances.denoise_agg
+    if override is not None:
+        e2e = denoise = agg = _fraction(override, "--diffperf-ab-tolerance")
+    d = VerdictPolicy() if priors is None else calibrated(VerdictPolicy(), priors.ab)
+    return replace(
+        d,
+        e2e=replace(d.e2e, tolerance=e2e),
+        denoising_stage=replace(d.denoising_stage, tolerance=denoise),
+        denoise_agg=replace(d.denoise_agg, tolerance=agg),
+        stage=replace(d.stage, tolerance=tolerances.non_denoise_stage),
+        load=replace(d.load, tolerance=tolerances.e2e if tolerances.load is None else tolerances.load),
+    )
+
+
 def ab_run(
     settings: Settings,
+    tolerances: Tolerances,
+    priors: NoisePriors | None,
     launcher: Launcher,
     workdir: Path,
     devices: DeviceShare,
@@ -63,8 +89,6 @@ def ab_run(
                 "a candidate SPEC needs a base: add --diffperf-base SPEC", source="--diffperf-candidate"
             )
         return None
-    if settings.profile is None:
-        raise DiffperfError("A/B runs judge a profile's scenarios: add --diffperf=PROFILE", source="--diffperf-base")
     if settings.regen_baselines or settings.regen_dry_run:
         raise DiffperfError("regeneration measures one build: drop --diffperf-base", source="--diffperf-base")
     texts = {"base": settings.diffperf_base, "candidate": settings.diffperf_candidate}
@@ -77,14 +101,7 @@ def ab_run(
         max_process_pairs=_count(settings.diffperf_ab_max_process_pairs, "--diffperf-ab-max-process-pairs"),
         max_requests=_count(settings.diffperf_ab_max_requests, "--diffperf-ab-max-requests"),
     )
-    tolerance = _fraction(settings.diffperf_ab_tolerance, "--diffperf-ab-tolerance")
-    default = VerdictPolicy()
-    policy = replace(
-        default,
-        e2e=replace(default.e2e, tolerance=tolerance),
-        denoising_stage=replace(default.denoising_stage, tolerance=tolerance),
-        denoise_agg=replace(default.denoise_agg, tolerance=tolerance),
-    )
+    policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors)
     mode = _choice(settings.diffperf_ab_servers, SERVER_MODES, "--diffperf-ab-servers")
     pools = {
         side: ServerPool(
@@ -104,19 +121,22 @@ def inconclusive_mode(settings: Settings) -> InconclusiveMode:
     return _choice(settings.diffperf_inconclusive, get_args(InconclusiveMode), "--diffperf-inconclusive")
 
 
-def static_policy(settings: Settings) -> StaticPolicy | None:
+def static_policy(settings: Settings, priors: NoisePriors | None = None) -> StaticPolicy | None:
     """How stored-baseline timing checks are judged: with the run's noise (a policy), or by SGLang's rule (None).
 
-    ``auto`` judges with the noise priors only on the runner classes they were measured on.
+    ``auto`` judges with the noise priors where they fit: the runner classes the defaults were
+    measured on, or any with calibrated static priors (``--diffperf-noise``).
     """
     mode = _choice(settings.diffperf_static_noise, get_args(NoiseMode), "--diffperf-static-noise")
     attempts = _count(settings.diffperf_remeasure, "--diffperf-remeasure")
     if mode == "off":
         return None
     hardware = canonical_platform(settings.diffperf_hardware) if settings.diffperf_hardware else None
-    if mode == "auto" and hardware not in NOISE_PRIORS_MEASURED_ON:
+    calibrated_here = priors is not None and priors.static.given
+    if mode == "auto" and hardware not in NOISE_PRIORS_MEASURED_ON and not calibrated_here:
         return None
-    return StaticPolicy(max_attempts=attempts)
+    policy = StaticPolicy(max_attempts=attempts)
+    return policy if priors is None else calibrated_static(policy, priors.static)
 
 
 def _count(raw: str, flag: str) -> int:

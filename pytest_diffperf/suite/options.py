@@ -68,7 +68,10 @@ OPTIONS = (
     Option("--diffperf-ab-request-pairs", "A/B: request pairs per process pair", default="4"),
     Option("--diffperf-ab-max-process-pairs", "A/B: fresh process pairs per scenario at most", default="10"),
     Option("--diffperf-ab-max-requests", "A/B: measured requests per scenario at most, both sides", default="80"),
-    Option("--diffperf-ab-tolerance", "A/B: the e2e and denoising-stage change never called unchanged", default="10%"),
+    Option(
+        "--diffperf-ab-tolerance",
+        "A/B: the e2e, denoising-stage and step change never called unchanged (default: the profile's)",
+    ),
     Option(
         "--diffperf-ab-servers",
         "A/B: together (base and candidate side by side) or one-at-a-time (a device cannot hold both)",
@@ -85,6 +88,7 @@ OPTIONS = (
         default="auto",
     ),
     Option("--diffperf-remeasure", "fresh servers a static scenario may be measured on (1: never again)", default="3"),
+    Option("--diffperf-noise", "noise priors calibrated for this runner class (JSON; docs/verdicts.md)", is_path=True),
 )
 
 
@@ -121,11 +125,12 @@ class Settings:
     diffperf_ab_request_pairs: str
     diffperf_ab_max_process_pairs: str
     diffperf_ab_max_requests: str
-    diffperf_ab_tolerance: str
+    diffperf_ab_tolerance: str | None
     diffperf_ab_servers: str
     diffperf_inconclusive: str
     diffperf_static_noise: str
     diffperf_remeasure: str
+    diffperf_noise: Path | None
 
     @property
     def profile(self) -> str | None:

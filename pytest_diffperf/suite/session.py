@@ -22,7 +22,7 @@ from ..serving.pool import ServerPool
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, assign, parse_shard, server_groups
 from ..verdicts.static import StaticPolicy
-from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, static_policy
+from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
 from .options import Settings, ground_truth_requested, read_settings
 
@@ -67,12 +67,19 @@ class DiffperfSession:
         if any(c.run_consistency_check for c in cases.values()):
             consistency = consistency_config(settings, ground_truth_requested(config))
         limits = thresholds(settings) if consistency else None
-        inconclusive, noise = inconclusive_mode(settings), static_policy(settings)
+        priors = noise_priors(settings)
+        inconclusive, noise = inconclusive_mode(settings), static_policy(settings, priors)
         workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))  # last: nothing above leaves a folder behind
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
         try:
-            ab = ab_run(settings, launcher, workdir, devices, progress)
+            ab = None
+            if settings.diffperf_base is not None or settings.diffperf_candidate.strip() != "current":
+                if settings.profile is None:
+                    raise DiffperfError(
+                        "A/B runs judge a profile's scenarios: add --diffperf=PROFILE", source="--diffperf-base"
+                    )
+                ab = ab_run(settings, baselines.profile(settings.profile), priors, launcher, workdir, devices, progress)
         except DiffperfError:
             shutil.rmtree(workdir, ignore_errors=True)
             raise

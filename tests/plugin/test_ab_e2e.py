@@ -19,7 +19,12 @@ SLOWER = "--diffperf-candidate=args=--inject-delay DenoisingStage=150"
 
 
 def ab(suite, *cases: dict) -> list[str]:
-    return [*suite(list(cases), {c["id"]: GENEROUS for c in cases}), "--diffperf-base=current"]
+    """A/B against the current build, at a 10 % tolerance (the suite fixture's profile allows 200 %)."""
+    return [
+        *suite(list(cases), {c["id"]: GENEROUS for c in cases}),
+        "--diffperf-base=current",
+        "--diffperf-ab-tolerance=10%",
+    ]
 
 
 def timestamps(server: dict) -> list[str]:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_diffperf.perf.schema import Tolerances
+from pytest_diffperf.suite.ab import ab_policy
 from tests.support.suite import GENEROUS, tiny_case
 
 MISTAKES = [
@@ -41,6 +43,7 @@ MISTAKES = [
     (["--diffperf-inconclusive=pass"], "--diffperf-inconclusive: expected one of report, fail, got 'pass'"),
     (["--diffperf-static-noise=maybe"], "--diffperf-static-noise: expected one of auto, on, off, got 'maybe'"),
     (["--diffperf-remeasure=none"], "--diffperf-remeasure: expected an integer >= 1, got 'none'"),
+    (["--diffperf-noise=missing.json"], "missing.json: file not found"),
 ]
 
 
@@ -72,3 +75,16 @@ def test_the_header_names_both_sides(pytester, suite):
     )
     assert result.ret == 0
     result.stdout.fnmatch_lines(["diffperf: base=current", "diffperf: candidate=args=--inject-delay DenoisingStage=5"])
+
+
+def test_a_b_tolerances_are_the_profiles_unless_given():
+    profile = Tolerances(
+        e2e=0.25, denoise_stage=0.3, non_denoise_stage=0.8, denoise_step=0.3, denoise_agg=0.2, load=0.5
+    )
+    policy = ab_policy(profile, None)
+    assert (policy.e2e.tolerance, policy.denoising_stage.tolerance, policy.denoise_agg.tolerance) == (0.25, 0.3, 0.2)
+    assert (policy.stage.tolerance, policy.load.tolerance) == (0.8, 0.5)
+    assert policy.e2e.gated and policy.denoising_stage.gated and not policy.stage.gated
+    given = ab_policy(profile, "10%")
+    assert (given.e2e.tolerance, given.denoising_stage.tolerance, given.denoise_agg.tolerance) == (0.1, 0.1, 0.1)
+    assert given.stage.tolerance == 0.8
