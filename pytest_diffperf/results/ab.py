@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..cases import Case
 from ..perf import limits
 from ..perf.entry import measured_scenario
 from ..perf.measurement import Measurement
@@ -82,7 +83,7 @@ def judge_ab(
     started = time.monotonic()
     ab = run(design_for(design, scenario_id), measure, policy)
     wall_s = time.monotonic() - started
-    side = {s: measurement(runs, s, servers) for s in ("base", "candidate")}
+    side = {s: measurement(runs, s, servers.case) for s in ("base", "candidate")}
     memory = memory_checks(side["base"], side["candidate"], tolerances, preset, step_fractions)
     record = ab_record(ab, servers, wall_s, [pair_samples(pair) for pair in runs])
     failing = [r for r in memory if not r.passed]
@@ -106,7 +107,7 @@ def judge_ab(
         for pair in runs
         for s in ("base", "candidate")
         for row in request_rows(
-            scenario_id, pair.samples[s], _measurement(pair.samples[s], servers, pair.load_ms[s]), step_fractions
+            scenario_id, pair.samples[s], _measurement(pair.samples[s], servers.case, pair.load_ms[s]), step_fractions
         )
     ]
     first = runs[0].samples["candidate"] if runs else []
@@ -126,16 +127,15 @@ def pair_samples(pair: PairRun) -> ProcessPairSamples:
     )
 
 
-def _measurement(samples: Sequence[Sample], servers: ABServers, load_ms: float | None) -> Measurement:
+def _measurement(samples: Sequence[Sample], case: Case, load_ms: float | None) -> Measurement:
     records = [s.record for s in samples if s.record is not None]
-    case = servers.case
     return Measurement.from_records(records, load_ms=load_ms, num_frames=case.num_frames, is_video=case.is_video)
 
 
-def measurement(runs: Sequence[PairRun], side: Side, servers: ABServers) -> Measurement:
+def measurement(runs: Sequence[PairRun], side: Side, case: Case) -> Measurement:
     """Every request one side measured, over all its servers (load: one value per server)."""
     records = [s.record for pair in runs for s in pair.samples[side] if s.record is not None]
-    one = Measurement.from_records(records, num_frames=servers.case.num_frames, is_video=servers.case.is_video)
+    one = Measurement.from_records(records, num_frames=case.num_frames, is_video=case.is_video)
     loads = [ms for pair in runs if (ms := pair.load_ms.get(side)) is not None]
     return replace(one, load_ms=loads)
 
