@@ -8,7 +8,9 @@ Three ways of judging a scenario are compared on the same recorded timings (``--
   process pair while not, within the budget), the default :class:`VerdictPolicy`.
 - **static** (``pytest_diffperf.verdicts.static``): the candidate alone against a stored baseline,
   ``n`` requests per fresh server, every timing check of ``limits.plan_checks`` judged with the
-  run's noise (pass / fail / inconclusive), re-measured on a fresh server while it does not pass.
+  run's noise (pass / fail / inconclusive), re-measured on a fresh server while ``remeasure``
+  says more attempts can change the verdict; with SGLang's ``pr_test`` tolerances and with the
+  bundled suite's (``data/perf_baselines/cpu.json``).
 - **SGLang**: SGLang's single-sample rule: one request, fail iff ``actual > max(expected * (1 +
   rel), expected + pad)`` on any timing check (``limits.plan_checks``, tolerances from SGLang's
   v0.5.23 ``pr_test`` profile, SGLang's pads); also "with retries": failing only when each of 7
@@ -52,10 +54,21 @@ Limits of this evidence
 - Estimated wall time is ``requests * median e2e + servers started * --start-s`` (the reference
   server's ready time here), not a measurement.
 
-``--live`` (phase 2) will run the reference servers with ``--inject-delay`` through the
-orchestrator instead of resampling; it is not implemented yet.
+Live
+----
+``--live`` runs the reference server instead (the bundled case ``--live-case``): a stored baseline
+from 20 requests of one fresh server, then per effect ``--live-trials`` trials of fresh server
+pairs driven exactly as ``pytest --diffperf-base`` drives them (``serving.ab``, the default design
+and policy), the candidate started with ``--inject-delay`` sized from the baseline's median
+(``e2e +x %``: ``x * e2e`` ms inside DenoisingStage; ``DecodingStage +10 %``: a tenth of that
+stage). Static mode and SGLang's rule judge the same trial's candidate servers against the stored
+baseline: static mode one candidate server per attempt, SGLang's rule the first measured
+request. A trial runs process pairs until A/B has stopped and static mode too. A trial costs
+minutes (fresh servers), so live rates carry wide binomial intervals; resampling covers rates
+near 1 %.
 
     nice python benchmarks/bench_verdicts.py --trials 20000 --json out.json
+    nice python benchmarks/bench_verdicts.py --live --live-trials 4 --json live.json
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from typing import Literal, TypeVar, get_args
 
 from ..cases import Case
 from ..errors import DiffperfError
+from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
 from ..serving.ab import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
@@ -75,7 +76,7 @@ def ab_policy(tolerances: Tolerances, override: str | None, priors: NoisePriors 
 
 def ab_run(
     settings: Settings,
-    tolerances: Tolerances,
+    baselines: BaselineSet,
     priors: NoisePriors | None,
     launcher: Launcher,
     workdir: Path,
@@ -89,8 +90,11 @@ def ab_run(
                 "a candidate SPEC needs a base: add --diffperf-base SPEC", source="--diffperf-candidate"
             )
         return None
+    if settings.profile is None:
+        raise DiffperfError("A/B runs judge a profile's scenarios: add --diffperf=PROFILE", source="--diffperf-base")
     if settings.regen_baselines or settings.regen_dry_run:
         raise DiffperfError("regeneration measures one build: drop --diffperf-base", source="--diffperf-base")
+    tolerances = baselines.profile(settings.profile)
     texts = {"base": settings.diffperf_base, "candidate": settings.diffperf_candidate}
     sides = {
         side: resolve_side(side, parse_side_spec(texts[side], f"--diffperf-{side}"), launcher, f"--diffperf-{side}")

@@ -73,13 +73,7 @@ class DiffperfSession:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
         try:
-            ab = None
-            if settings.diffperf_base is not None or settings.diffperf_candidate.strip() != "current":
-                if settings.profile is None:
-                    raise DiffperfError(
-                        "A/B runs judge a profile's scenarios: add --diffperf=PROFILE", source="--diffperf-base"
-                    )
-                ab = ab_run(settings, baselines.profile(settings.profile), priors, launcher, workdir, devices, progress)
+            ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress)
         except DiffperfError:
             shutil.rmtree(workdir, ignore_errors=True)
             raise

@@ -16,7 +16,6 @@ import pytest
 pytestmark = pytest.mark.server  # starts server processes
 
 REPO = Path(__file__).resolve().parents[2]
-FAST = ["flux_kontext_tiny_edit", "flux_tiny_t2i_8steps", "sd_tiny_t2i_192"]  # one scenario of three server groups
 
 
 def pytest_at_root(*args: str) -> subprocess.CompletedProcess[str]:
@@ -48,7 +47,11 @@ def test_no_change_never_fails_the_performance_checks(profile, tmp_path):
 
 
 def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(tmp_path):
-    """Each scenario's candidate sleeps its stored e2e inside DenoisingStage (e2e about 2x)."""
+    """Each scenario's candidate sleeps its stored e2e inside DenoisingStage (e2e about 2x).
+
+    Against a stored baseline one scenario fails a 2x slowdown 59-81 % of the time on this class of
+    machine (inconclusive otherwise, never pass: docs/benchmarks.md); the suite of seven fails.
+    """
     baselines = json.loads((REPO / "data/perf_baselines/cpu.json").read_text())["scenarios"]
     cases = json.loads((REPO / "data/cases.json").read_text())
     for case in cases["cases"]:
@@ -56,17 +59,12 @@ def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(tm
         case["frameworks"]["reference"]["serve_args"] += f" --inject-delay DenoisingStage={delay}"
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     results = tmp_path / "results.json"
-    selected = " or ".join(FAST)
     proc = pytest_at_root(
-        "--diffperf=pr_test",
-        f"--diffperf-cases={tmp_path / 'cases.json'}",
-        f"--diffperf-json={results}",
-        "-k",
-        selected,
+        "--diffperf=pr_test", f"--diffperf-cases={tmp_path / 'cases.json'}", f"--diffperf-json={results}"
     )
     assert proc.returncode == 1, proc.stdout[-5000:]
     done = scenarios(results)
-    assert sorted(done) == sorted(FAST)
+    assert len(done) == 7
     assert not [sid for sid, s in done.items() if s["verdict"] == "pass"], proc.stdout[-5000:]
     failed = {sid: s for sid, s in done.items() if s["verdict"] == "fail"}
     assert failed, proc.stdout[-5000:]
