@@ -114,6 +114,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    """A scenario whose verdict is inconclusive and did not fail the run shows as INCONCLUSIVE, counted as such."""
+    if report.when == "call" and report.passed and ("diffperf_outcome", "inconclusive") in report.user_properties:
+        return "inconclusive", "?", "INCONCLUSIVE"
+    return None
+
+
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     session = get_session(config)
     return session.header_lines() if session is not None else None

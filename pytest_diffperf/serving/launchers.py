@@ -70,6 +70,12 @@ class Launcher:
     def program(self) -> list[str]:
         return ["sglang"]
 
+    def program_in(self, python: str) -> list[str]:
+        """The program as another Python environment installs it (``--diffperf-base python=...``):
+        its console script next to that interpreter."""
+        first, *rest = self.program()
+        return [str(Path(python).parent / first), *rest]
+
     def command(self, spec: ServerSpec, port: int) -> list[str]:
         """SGLang's test command (``test_server_common.py``'s fixture and ``ServerManager``), flag for flag.
 
@@ -126,6 +132,9 @@ class ReferenceLauncher(Launcher):
 
     def program(self) -> list[str]:
         return [sys.executable, "-m", "pytest_diffperf.refserver"]
+
+    def program_in(self, python: str) -> list[str]:
+        return [python, "-m", "pytest_diffperf.refserver"]
 
 
 LAUNCHERS: dict[str, Launcher] = {}

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .launchers import ServerSpec, get_launcher
+from .launchers import Launcher, ServerSpec, get_launcher
 from .process import ServerError, ServerPorts, ServerProcess, server_ports
 
 
@@ -41,6 +41,7 @@ class ServerPool:
     progress: Callable[[str], None] = lambda _msg: None
     device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}  # num_gpus -> devices to expose
     ports: range | None = None  # None: any free port
+    launcher: Launcher | None = None  # None: each spec's registered launcher (A/B: one side's)
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
@@ -65,7 +66,7 @@ class ServerPool:
     def plan(self, spec: ServerSpec, number: int | None = None, ports: ServerPorts | None = None) -> ServerPlan:
         """The command, environment, ports and folder of start ``number`` (default: the next) of ``spec``'s server,
         with free ports from the pool's range unless ``ports`` are given. Starts and creates nothing."""
-        launcher = get_launcher(spec.launcher)
+        launcher = self.launcher or get_launcher(spec.launcher)
         perf_dir = self.workdir / f"server-{number or len(self.launches) + 1}"
         ports = ports or server_ports(ports=self.ports)
         env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}

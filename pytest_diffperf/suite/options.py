@@ -76,6 +76,36 @@ OPTIONS = (
         "print each selected scenario's server command, environment and request; start nothing",
         is_flag=True,
     ),
+    Option(
+        "--diffperf-base",
+        "A/B: judge each scenario against this base build, run side by side on fresh servers; SPEC: current, "
+        "or 'python=PATH; program=CMD; pythonpath=DIR; env=NAME=VALUE; args=SERVE ARGS' (docs/verdicts.md)",
+    ),
+    Option("--diffperf-candidate", "A/B: how the candidate is served (SPEC, as --diffperf-base)", default="current"),
+    Option("--diffperf-ab-request-pairs", "A/B: request pairs per process pair", default="4"),
+    Option("--diffperf-ab-max-process-pairs", "A/B: fresh process pairs per scenario at most", default="10"),
+    Option("--diffperf-ab-max-requests", "A/B: measured requests per scenario at most, both sides", default="80"),
+    Option(
+        "--diffperf-ab-tolerance",
+        "A/B: the e2e, denoising-stage and step change never called unchanged (default: the profile's)",
+    ),
+    Option(
+        "--diffperf-ab-servers",
+        "A/B: together (base and candidate side by side) or one-at-a-time (a device cannot hold both)",
+        default="together",
+    ),
+    Option(
+        "--diffperf-inconclusive",
+        "an inconclusive verdict: report (the test shows INCONCLUSIVE, the run does not fail) or fail",
+        default="report",
+    ),
+    Option(
+        "--diffperf-static-noise",
+        "judge stored-baseline timing checks with the run's noise: auto (on cpu, for cases of 2+ requests), on, off",
+        default="auto",
+    ),
+    Option("--diffperf-remeasure", "fresh servers a static scenario may be measured on (1: never again)", default="3"),
+    Option("--diffperf-noise", "noise priors calibrated for this runner class (JSON; docs/verdicts.md)", is_path=True),
 )
 
 
@@ -109,6 +139,17 @@ class Settings:
     regen_ground_truth: bool
     diffperf_suites: str | None
     diffperf_dry_run: bool
+    diffperf_base: str | None
+    diffperf_candidate: str
+    diffperf_ab_request_pairs: str
+    diffperf_ab_max_process_pairs: str
+    diffperf_ab_max_requests: str
+    diffperf_ab_tolerance: str | None
+    diffperf_ab_servers: str
+    diffperf_inconclusive: str
+    diffperf_static_noise: str
+    diffperf_remeasure: str
+    diffperf_noise: Path | None
 
     @property
     def profile(self) -> str | None:

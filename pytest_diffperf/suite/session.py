@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from ..serving.pool import ServerPool
 from ..sglang.source import is_sglang_source
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, assign, parse_shard, server_groups
+from ..verdicts.static import StaticPolicy
+from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
 from .options import Settings, ground_truth_requested, read_settings
 
@@ -42,6 +45,9 @@ class DiffperfSession:
     thresholds: ThresholdSet | None = None
     not_expressible: dict[str, str] = field(default_factory=dict)  # SGLang cases the plugin cannot run yet: id -> why
     case_source: dict[str, Any] | None = None  # where SGLang's case lists were read from, and how
+    ab: ABRun | None = None  # --diffperf-base: every scenario A/B against the base build
+    static_policy: StaticPolicy | None = None  # None: stored-baseline checks by SGLang's rule alone
+    inconclusive: InconclusiveMode = "report"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
@@ -67,9 +73,16 @@ class DiffperfSession:
         if any(c.run_consistency_check for c in cases.values()):
             consistency = consistency_config(settings, ground_truth_requested(config))
         limits = thresholds(settings) if consistency else None
+        priors = noise_priors(settings)
+        inconclusive, noise = inconclusive_mode(settings), static_policy(settings, priors)
         workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))  # last: nothing above leaves a folder behind
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
+        try:
+            ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress)
+        except DiffperfError:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
         session = cls(
             settings=settings,
             baselines=baselines,
@@ -83,6 +96,9 @@ class DiffperfSession:
             thresholds=limits,
             not_expressible={entry.id: entry.reason for entry in case_file.not_expressible},
             case_source=(case_file.model_extra or {}).get("sglang_source"),
+            ab=ab,
+            static_policy=noise,
+            inconclusive=inconclusive,
         )
         session.shard = session.shard_of(*shard) if shard else None
         return session
@@ -125,6 +141,8 @@ class DiffperfSession:
             "launcher": self.launcher.name,
             "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,
             "consistency": self.consistency.describe() if self.consistency else "off (no ground-truth folder)",
+            "base": self.ab.sides["base"].spec.text if self.ab else None,
+            "candidate": self.ab.sides["candidate"].spec.text if self.ab else None,
         }
 
     def header_lines(self) -> list[str]:
@@ -152,6 +170,8 @@ class DiffperfSession:
 
     def close(self) -> None:
         self.pool.release()
+        if self.ab is not None:
+            self.ab.close()
 
 
 @dataclass(frozen=True)
