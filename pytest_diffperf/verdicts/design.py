@@ -4,9 +4,11 @@ A scenario runs on ``k`` fresh pairs of servers (base and candidate side by side
 ``m`` request pairs. Within a process pair the request pairs alternate in a balanced, seeded random
 order of ``(base, candidate)`` and ``(candidate, base)``, so neither arm profits from going first
 or from a slow phase of the machine. After each process pair the orchestrator analyses what it has
-and asks :meth:`ABDesign.decide`: stop as soon as the scenario's verdict is decisive, add a
-process pair while it is not, and stop with the verdict as it stands (inconclusive) when the next
-process pair would exceed the budget.
+and asks :meth:`ABDesign.decide`: from the second process pair on (``min_process_pairs``: one
+pair's offset may be a per-process offset the prior does not cover, as on a machine loaded by
+other jobs), stop as soon as the scenario's verdict is decisive, add a process pair while it is
+not, and stop with the verdict as it stands (inconclusive) when the next process pair would
+exceed the budget.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class ABDesign:
     request_pairs: int = 4
     max_process_pairs: int = 10
     max_requests: int = 80
-    min_process_pairs: int = 1
+    min_process_pairs: int = 2  # a verdict is never drawn from one process pair: its offset may be the process's
+
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -49,7 +52,8 @@ class ABDesign:
             raise DiffperfError(
                 f"the budget allows {self.process_pair_budget} process pair(s) of {self.request_pairs} request pairs "
                 f"(max_requests {self.max_requests}, max_process_pairs {self.max_process_pairs}), "
-                f"fewer than min_process_pairs {self.min_process_pairs}",
+                f"fewer than min_process_pairs {self.min_process_pairs}: a verdict needs "
+                f"{self.min_process_pairs} process pairs",
                 source="A/B budget",
             )
 

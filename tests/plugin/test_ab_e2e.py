@@ -60,11 +60,15 @@ def test_an_injected_regression_is_regressed_with_the_stage_named(pytester, suit
 
 
 def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytester, suite):
-    """One process pair cannot rule out a 10 % change (the between-process prior alone is wider): inconclusive."""
-    args = ab(suite, tiny_case("same"))
-    reported = pytester.runpytest(*args, "--diffperf-ab-max-process-pairs=1", "-v")
+    """Two process pairs of one request pair cannot rule out a 10 % change (the priors alone make the
+    interval wider than the tolerance): inconclusive, never unchanged, and an identical build is never
+    regressed."""
+    args = [*ab(suite, tiny_case("same")), "--diffperf-ab-max-process-pairs=2", "--diffperf-ab-request-pairs=1"]
+    reported = pytester.runpytest(*args, "-v")
     assert reported.ret == 0
-    assert reported.parseoutcomes() == {"inconclusive": 1}
+    outcomes = reported.parseoutcomes()
+    outcomes.pop("warnings", None)  # pytest's in-process "module already imported" warning under an editable install
+    assert outcomes == {"inconclusive": 1}
     reported.stdout.fnmatch_lines(["*baselines.json::same INCONCLUSIVE*", "*same *INCONCLUSIVE*"])
     scenario = results(pytester)["scenarios"][0]
     assert scenario["ab"]["verdict"] == "inconclusive"
@@ -76,20 +80,16 @@ def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytes
     stamps = sorted([(t, "base") for t in timestamps(base)] + [(t, "candidate") for t in timestamps(candidate)])
     assert len({side for _, side in stamps[:2]}) == 2  # together: the sides' requests alternate
 
-    failing = pytester.runpytest(
-        *args,
-        "--diffperf-ab-max-process-pairs=1",
-        "--diffperf-inconclusive=fail",
-        "--diffperf-ab-servers=one-at-a-time",
-    )
+    failing = pytester.runpytest(*args, "--diffperf-inconclusive=fail", "--diffperf-ab-servers=one-at-a-time")
     failing.assert_outcomes(failed=1)
     assert "PERFORMANCE: A/B against the base (current): inconclusive: e2e " in failing.stdout.str()
     scenario = results(pytester)["scenarios"][0]
     assert scenario["ab"]["verdict"] == "inconclusive"
-    first, second = scenario["ab"]["servers"]
-    assert max(timestamps(first)) < min(
-        timestamps(second)
-    )  # one at a time: the first server's requests, then the other's
+    servers = scenario["ab"]["servers"]
+    assert sorted(s["process_pair"] for s in servers) == [0, 0, 1, 1]
+    for pair in (0, 1):  # one at a time: the first server's requests, then the other's
+        first, second = (s for s in servers if s["process_pair"] == pair)
+        assert max(timestamps(first)) < min(timestamps(second))
     assert not refservers()
 
 

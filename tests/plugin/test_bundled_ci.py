@@ -1,7 +1,8 @@
 """The bundled suite split as CI splits it: xdist workers with device slices, and shards merged.
 
-Tolerances are widened through SGLang's environment overrides: these tests compare where and how
-scenarios ran, not how fast (the machine is shared and two servers share two cores).
+Tolerances are widened through SGLang's environment overrides and the checks judged by SGLang's
+rule alone (no re-measures on fresh servers): these tests compare where and how scenarios ran, not
+how fast (the machine is shared and two servers share two cores).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def bundled(json_path: Path, *flags: str, env: dict[str, str] | None = None) -> 
         "-m",
         "pytest",
         "--diffperf=pr_test",
+        "--diffperf-static-noise=off",
         f"--diffperf-json={json_path}",
         "-p",
         "no:cacheprovider",

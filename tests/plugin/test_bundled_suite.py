@@ -69,9 +69,14 @@ def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(tm
     failed = {sid: s for sid, s in done.items() if s["verdict"] == "fail"}
     assert failed, proc.stdout[-5000:]
     for sid, s in failed.items():
-        assert s["noise"]["attribution"]["named"][0] == "DenoisingStage", (sid, s["message"])
         assert s["noise"]["attempts"] == 3  # a failure is confirmed on fresh servers before it is reported
-        assert "against the stored baseline: e2e +" in s["message"] and "DenoisingStage +" in s["message"]
+        attribution = s["noise"]["attribution"]
+        if attribution is not None:  # e2e failed: the stages that explain it are named
+            assert attribution["named"][0] == "DenoisingStage", (sid, s["message"])
+            assert "against the stored baseline: e2e +" in s["message"] and "DenoisingStage +" in s["message"]
+        else:  # e2e inconclusive (a short stage slowed inside a long e2e): the stage's own check failed
+            failing = [c["name"] for c in s["noise"]["checks"] if c["verdict"] == "fail"]
+            assert failing == ["stage[DenoisingStage]"], (sid, s["message"])
 
 
 def test_the_readmes_a_b_example_names_the_stage(tmp_path):

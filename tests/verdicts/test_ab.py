@@ -34,8 +34,9 @@ def test_exact_ratio_interval_and_verdict():
     assert (e2e.base_ms, e2e.candidate_ms) == (150.0, 165.0)
     within2 = 20 * 0.09**2 / (20 + 6)  # prior within pooled with the run's 0 on 8 - 2 degrees of freedom
     v = 8 * (0.04**2 + math.pi / 2 * within2 / 4) / (8 + 1)  # offsets agree: s2 = 0
-    # the only gated metric here gets all of alpha = 1 %; look 2 of 10 spends (0.2**2 - 0.1**2) of it
-    z = NormalDist().inv_cdf(1 - 0.01 * (0.2**2 - 0.1**2))
+    # the only gated metric here gets all of alpha = 1 %; the first look (after the minimum of 2 process
+    # pairs) of 9 spends (1 / 9)**2 of it
+    z = NormalDist().inv_cdf(1 - 0.01 * (1 / 9) ** 2)
     assert e2e.se == pytest.approx(math.sqrt(v / 2))
     assert e2e.low == pytest.approx(1.1 * math.exp(-z * e2e.se))
     assert e2e.high == pytest.approx(1.1 * math.exp(z * e2e.se))

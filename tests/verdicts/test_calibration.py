@@ -51,4 +51,4 @@ def test_a_ten_percent_denoise_regression_is_caught():
 def test_large_regressions_stop_early():
     pairs, final = simulate(0.5, seed=13)
     assert (final == REGRESSED).all()
-    assert pairs.mean() < 1.5
+    assert (pairs == 2).all()  # at the first look: a verdict needs a second process pair

@@ -14,7 +14,7 @@ from pytest_diffperf.verdicts.vocab import BASE_FIRST, CANDIDATE_FIRST, VERDICTS
 designs = st.builds(
     ABDesign,
     request_pairs=st.integers(1, 9),
-    max_process_pairs=st.integers(1, 12),
+    max_process_pairs=st.integers(2, 12),
     max_requests=st.just(400),
     seed=st.integers(0, 10**6),
 )
@@ -49,9 +49,9 @@ def test_orders_are_randomised():
 
 def test_budget():
     d = ABDesign(request_pairs=4, max_process_pairs=10, max_requests=80)
-    assert (d.requests_per_process_pair, d.process_pair_budget, d.looks) == (8, 10, 10)
-    d = ABDesign(request_pairs=5, max_process_pairs=10, max_requests=80, min_process_pairs=2)
-    assert (d.process_pair_budget, d.looks) == (8, 7)
+    assert (d.requests_per_process_pair, d.process_pair_budget, d.looks) == (8, 10, 9)  # looks from pair 2 on
+    d = ABDesign(request_pairs=5, max_process_pairs=10, max_requests=80, min_process_pairs=1)
+    assert (d.process_pair_budget, d.looks) == (8, 8)
 
 
 @pytest.mark.parametrize(
@@ -67,6 +67,7 @@ def test_budget():
             {"max_process_pairs": 2, "min_process_pairs": 3},
             "fewer than min_process_pairs 3",
         ),
+        ({"max_process_pairs": 1}, "a verdict needs 2 process pairs"),
     ],
 )
 def test_budget_errors(kwargs, message):
