@@ -1,8 +1,9 @@
 """The bundled suite split as CI splits it: xdist workers with device slices, and shards merged.
 
-Tolerances are widened through SGLang's environment overrides and the checks judged by SGLang's
-rule alone (no re-measures on fresh servers): these tests compare where and how scenarios ran, not
-how fast (the machine is shared and two servers share two cores).
+Tolerances are widened through SGLang's environment overrides, and nothing is re-measured on fresh
+servers: these tests compare where and how scenarios ran, not how fast (the machine is shared and
+two servers share two cores). A scenario passes, or is inconclusive where the run's noise cannot
+support a pass (the load time, which no environment override widens).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def bundled(json_path: Path, *flags: str, env: dict[str, str] | None = None) -> 
         "-m",
         "pytest",
         "--diffperf=pr_test",
-        "--diffperf-static-noise=off",
+        "--diffperf-remeasure=1",
         f"--diffperf-json={json_path}",
         "-p",
         "no:cacheprovider",
@@ -81,8 +82,9 @@ def xdist_run(tmp_path_factory) -> tuple[dict, str]:
 
 def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run):
     doc, out = xdist_run
-    workers = {m[2]: m[1] for m in re.finditer(r"\[(gw\d)\] \[ *\d+%\] PASSED \S+::(\w+)", out)}
-    assert sorted(workers) == sorted(GROUPS), out  # every scenario passed
+    ran = r"\[(gw\d)\] \[ *\d+%\] (?:PASSED|INCONCLUSIVE) \S+::(\w+)"
+    workers = {m[2]: m[1] for m in re.finditer(ran, out)}
+    assert sorted(workers) == sorted(GROUPS), out  # every scenario passed or was inconclusive
     assert "scheduling tests via ServerGroupScheduling" in out
     by_group: dict[str, set] = {}
     for s in doc["scenarios"]:
@@ -113,8 +115,13 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     assert (
         main(["merge", *files, "-o", str(merged_path), "--expect-all", str(REPO / "data/perf_baselines/cpu.json")]) == 0
     )
-    assert "diffperf merge: 2 file(s), 7 scenarios: 7 pass" in capsys.readouterr().out
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert re.fullmatch(
+        r"diffperf merge: 2 file\(s\), 7 scenarios: \d (pass|inconclusive)(, \d inconclusive)?", summary
+    )
+    assert sum(int(n) for n in re.findall(r"(\d) (?:pass|inconclusive)", summary)) == 7
     merged, unsharded = json.loads(merged_path.read_text()), xdist_run[0]
-    assert verdicts(merged) == verdicts(unsharded)
+    assert [sid for sid, _ in verdicts(merged)] == [sid for sid, _ in verdicts(unsharded)]
+    assert {v for _, v in verdicts(merged) + verdicts(unsharded)} <= {"pass", "inconclusive"}
     assert sorted(r["scenario"] for r in merged["rows"]) == sorted(r["scenario"] for r in unsharded["rows"])
     assert len(merged["servers"]) == len(set(GROUPS.values()))
