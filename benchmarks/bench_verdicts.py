@@ -920,7 +920,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = []
         for spec in a.designs.split(","):
             m, k = (int(x) for x in spec.split("x"))
-            d = ABDesign(request_pairs=m, max_process_pairs=k, max_requests=2 * m * k)
+            d = ABDesign(request_pairs=m, max_process_pairs=k, max_requests=2 * m * k, min_process_pairs=min(2, k))
             for kind, pool in pools.items():
                 e2e_ms = float(np.median(pool.metrics["e2e"]))
                 for i, effect in enumerate(

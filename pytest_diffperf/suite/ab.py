@@ -104,6 +104,7 @@ def ab_run(
         request_pairs=_count(settings.diffperf_ab_request_pairs, "--diffperf-ab-request-pairs"),
         max_process_pairs=_count(settings.diffperf_ab_max_process_pairs, "--diffperf-ab-max-process-pairs"),
         max_requests=_count(settings.diffperf_ab_max_requests, "--diffperf-ab-max-requests"),
+        min_process_pairs=_count(settings.diffperf_ab_min_process_pairs, "--diffperf-ab-min-process-pairs"),
     )
     policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors)
     mode = _choice(settings.diffperf_ab_servers, SERVER_MODES, "--diffperf-ab-servers")

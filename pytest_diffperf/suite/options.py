@@ -86,6 +86,11 @@ OPTIONS = (
     Option("--diffperf-ab-max-process-pairs", "A/B: fresh process pairs per scenario at most", default="10"),
     Option("--diffperf-ab-max-requests", "A/B: measured requests per scenario at most, both sides", default="80"),
     Option(
+        "--diffperf-ab-min-process-pairs",
+        "A/B: process pairs before any verdict (1 only where calibrated priors show no per-process offsets)",
+        default="2",
+    ),
+    Option(
         "--diffperf-ab-tolerance",
         "A/B: the e2e, denoising-stage and step change never called unchanged (default: the profile's)",
     ),
@@ -144,6 +149,7 @@ class Settings:
     diffperf_ab_request_pairs: str
     diffperf_ab_max_process_pairs: str
     diffperf_ab_max_requests: str
+    diffperf_ab_min_process_pairs: str
     diffperf_ab_tolerance: str | None
     diffperf_ab_servers: str
     diffperf_inconclusive: str

@@ -33,6 +33,14 @@ MISTAKES = [
     ),
     (["--diffperf-base=current", "--diffperf-ab-max-requests=4"], "A/B budget: the budget allows 0 process pair(s)"),
     (
+        ["--diffperf-base=current", "--diffperf-ab-max-process-pairs=1"],
+        "fewer than min_process_pairs 2: a verdict needs 2 process pairs",
+    ),
+    (
+        ["--diffperf-base=current", "--diffperf-ab-min-process-pairs=0"],
+        "--diffperf-ab-min-process-pairs: expected an integer >= 1, got '0'",
+    ),
+    (
         ["--diffperf-base=current", "--diffperf-ab-tolerance=ten"],
         "--diffperf-ab-tolerance: expected a fraction > 0 such as",
     ),
