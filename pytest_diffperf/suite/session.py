@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -89,7 +90,9 @@ class DiffperfSession:
             cases=cases,
             launcher=launcher,
             preset=get_preset(settings.diffperf_preset),
-            pool=ServerPool(workdir, settings.diffperf_startup_timeout, progress, devices.env, devices.ports),
+            pool=ServerPool(
+                workdir, settings.diffperf_startup_timeout, progress, devices.env, devices.ports, watch=controller(config)
+            ),
             workdir=workdir,
             devices=devices,
             consistency=consistency,
@@ -214,6 +217,11 @@ def read_cases(settings: Settings) -> CaseFile:
             source="--diffperf-suites",
         )
     return load_case_file(settings.diffperf_cases, settings.diffperf_hardware, suites)
+
+
+def controller(config: pytest.Config) -> tuple[int, ...]:
+    """An xdist worker's controller (its parent), whose death must stop the worker's servers too."""
+    return (os.getppid(),) if hasattr(config, "workerinput") else ()
 
 
 def share_of(config: pytest.Config, settings: Settings) -> DeviceShare:
