@@ -116,7 +116,7 @@ def run(command: Sequence[str], watch: Sequence[int]) -> int | None:
     try:
         if len(procs) < len(watch):
             return None
-        child = subprocess.Popen(list(command), process_group=0)  # its own group, so the group can be killed
+        child = subprocess.Popen(list(command), start_new_session=True)  # its own group, which can be killed whole
         while child.poll() is None:
             if not _alive(procs, parent):
                 return None
@@ -125,7 +125,7 @@ def run(command: Sequence[str], watch: Sequence[int]) -> int | None:
     except _Stop:
         return None
     except OSError as exc:
-        print(f"diffperf watchdog: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr, flush=True)
+        sys.stderr.write(f"diffperf watchdog: cannot start {command[0]!r}: {exc.strerror}\n")
         return 127
     finally:
         for sig in STOP_SIGNALS:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..errors import DiffperfFailure
+from ..errors import DiffperfError, DiffperfFailure
 from ..perf.limits import CheckKind
 from ..perf.measurement import Measurement
 from ..perf.schema import Tolerances
@@ -245,7 +245,7 @@ def plain_longrepr(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
     """The message alone, without a traceback, for a scenario's own kinds of failure."""
     if not isinstance(item, ScenarioItem):
         return None
-    if isinstance(excinfo.value, DiffperfFailure):
+    if isinstance(excinfo.value, (DiffperfFailure, DiffperfError)):
         return str(excinfo.value)
     if isinstance(excinfo.value, TimeoutError):
         return f"{item.name}: {excinfo.value}"

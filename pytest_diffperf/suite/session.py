@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from .._util.tempdirs import sweep
 from ..cases import Case, CaseFile, load_case_file
 from ..consistency.config import ConsistencyConfig
 from ..consistency.thresholds import ThresholdSet
@@ -29,6 +30,7 @@ from ..verdicts.static import StaticPolicy
 from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
 from .options import Settings, ground_truth_requested, read_settings
+from .validation import check_up_front
 
 
 @dataclass
@@ -74,8 +76,10 @@ class DiffperfSession:
         if any(c.run_consistency_check for c in cases.values()):
             consistency = consistency_config(settings, ground_truth_requested(config))
         limits = thresholds(settings) if consistency else None
+        check_up_front(settings, cases.values(), consistency)
         priors = noise_priors(settings)
         inconclusive, noise = inconclusive_mode(settings), static_policy(settings, priors)
+        sweep("diffperf-")  # earlier runs' logs, once old
         workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))  # last: nothing above leaves a folder behind
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
@@ -91,7 +95,12 @@ class DiffperfSession:
             launcher=launcher,
             preset=get_preset(settings.diffperf_preset),
             pool=ServerPool(
-                workdir, settings.diffperf_startup_timeout, progress, devices.env, devices.ports, watch=controller(config)
+                workdir,
+                settings.diffperf_startup_timeout,
+                progress,
+                devices.env,
+                devices.ports,
+                watch=controller(config),
             ),
             workdir=workdir,
             devices=devices,

@@ -77,7 +77,11 @@ def wait_for(moment: str, tag: str, pytest_proc: subprocess.Popen[bytes], within
 
 
 def start_run(pytester, suite, tag: str, moment: str, *extra: str) -> subprocess.Popen[bytes]:
-    flags = f"--inject-load-delay {LOAD_DELAY_MS}" if moment == "load" else f"--inject-delay DenoisingStage={STAGE_DELAY_MS}"
+    flags = (
+        f"--inject-load-delay {LOAD_DELAY_MS}"
+        if moment == "load"
+        else f"--inject-delay DenoisingStage={STAGE_DELAY_MS}"
+    )
     case = tiny_case("orphan", flags, timeout_s=300, perf_warmup_requests=1)
     case["frameworks"]["sglang"]["extra_env"] = {MARKER_VAR: tag}
     args = suite([case], {"orphan": GENEROUS})

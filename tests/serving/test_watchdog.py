@@ -124,7 +124,9 @@ def test_stopped_watchdog_leaves_nothing_and_a_server_that_exits_leaves_no_worke
         proc.kill()
         proc.wait()
     # the server exits on its own, its worker still running: the worker goes too
-    script = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', {marker!r}])"
+    script = (
+        f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', {marker!r}])"
+    )
     proc = subprocess.Popen(watchdog.wrap([sys.executable, "-c", script], [os.getpid()]), start_new_session=True)
     try:
         assert proc.wait(timeout=30) == 0
