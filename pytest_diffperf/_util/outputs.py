@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from ..errors import DiffperfError
@@ -25,5 +26,8 @@ def check_writable(path: Path, source: str) -> None:
         folder = folder.parent
     if not folder.is_dir():
         raise DiffperfError(f"cannot create {path}: {folder} is not a folder", source=source)
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise DiffperfError(f"cannot create {path}: {folder} is not writable", source=source)
+    try:
+        with tempfile.TemporaryFile(dir=folder):  # a real write: permission bits do not bind root, nor read-only mounts
+            pass
+    except OSError as exc:
+        raise DiffperfError(f"cannot create {path}: {folder} is not writable ({exc.strerror})", source=source) from None

@@ -68,7 +68,10 @@ class DiffperfSession:
         cases = {case.id: case for case in case_file.cases}
         shard = parse_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
         devices = share_of(config, settings)
-        launcher = get_launcher(settings.diffperf_server)
+        try:
+            launcher = get_launcher(settings.diffperf_server)
+        except DiffperfError as exc:
+            raise DiffperfError(str(exc), source="--diffperf-server") from None
         if not launcher.writes_perf_log:
             message = f"launcher {launcher.name!r} writes no perf log, which the checks need"
             raise DiffperfError(message, source="--diffperf-server")
