@@ -15,7 +15,8 @@ from .._util.findings import schema_problems
 from .._util.jsonfile import STRICT, describe_type, json_path
 from .._util.names import name_problem
 
-Value = Annotated[float, Field(ge=0)]
+MAX_VALUE = 1e9  # ms (11.6 days), MiB (1 PiB), relative (1e11 %): larger makes a limit no run can exceed
+Value = Annotated[float, Field(ge=0, le=MAX_VALUE)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 StepIndex = Annotated[str, StringConstraints(pattern=r"^\d+$")]
 
