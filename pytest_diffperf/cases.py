@@ -8,6 +8,7 @@ installed package) are read too, converted by ``pytest_diffperf.sglang`` (docs/s
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -19,12 +20,23 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    field_validator,
 )
 
 from ._util.jsonfile import read_json_object, validate
+from ._util.names import name_problem
 from .errors import DiffperfError
 from .sglang.casefile import case_file_data
 from .sglang.source import is_sglang_source
+
+
+def _plain_name(value: str) -> str:
+    """A case id becomes part of file names (ground truth, artifacts): a plain name only."""
+    problem = name_problem(value)
+    if problem:
+        raise ValueError(f"case id {problem}")
+    return value
+
 
 VIDEO_TASKS = ("text-to-video", "image-to-video", "text-image-to-video")
 Task = Literal["text-to-image", "image-edit", "text-to-video", "image-to-video", "text-image-to-video"]
@@ -36,9 +48,18 @@ class FrameworkEntry(BaseModel):
     serve_args: str = ""
     extra_env: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("serve_args")
+    @classmethod
+    def _shell_words(cls, value: str) -> str:
+        try:
+            shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"serve_args are shell words: {exc} in {value!r}") from None
+        return value
+
 
 class Case(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     id: str
     model: str
@@ -65,6 +86,8 @@ class Case(BaseModel):
     perf_warmup_requests: NonNegativeInt = 0
     timeout_s: PositiveFloat | None = None
 
+    _id = field_validator("id")(_plain_name)
+
     @property
     def is_video(self) -> bool:
         return self.task in VIDEO_TASKS
@@ -81,6 +104,8 @@ class NotExpressible(BaseModel):
 
     id: str
     reason: str
+
+    _id = field_validator("id")(_plain_name)
 
 
 class CaseFile(BaseModel):

@@ -33,6 +33,10 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("diffperf") == "":
+        raise pytest.UsageError(
+            "diffperf: --diffperf: expected a tolerance profile (pr_test, long_term, ...), got nothing"
+        )
     regen = requested(config)
     if not (config.getoption("diffperf") or config.getini("diffperf") or regen or ground_truth_requested(config)):
         if config.getoption("diffperf_dry_run"):

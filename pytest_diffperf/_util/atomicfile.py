@@ -8,9 +8,12 @@ so concurrent writers (pytest-xdist workers, two sessions) merge instead of over
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +23,7 @@ from filelock import FileLock
 
 LOCK_TIMEOUT_S = 120.0
 NEW_FILE_MODE = 0o644
+STALE_TMP_S = 60.0  # a temporary file this old is no write in progress
 
 
 def dumps_json(data: Any, indent: int = 4) -> str:
@@ -61,6 +65,19 @@ def write_atomic(path: Path, data: bytes | str) -> None:
         raise
 
 
+def remove_stale_temp_files(path: Path, older_than_s: float = STALE_TMP_S) -> list[Path]:
+    """Remove the temporary files (``.<name>.*.tmp``) a killed writer of ``path`` left behind; the removed ones."""
+    path = Path(path).resolve()
+    removed = []
+    now = time.time()
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if not tmp.is_symlink() and now - tmp.stat().st_mtime > older_than_s:
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
+
+
 def update(path: Path, change: Callable[[bytes | None], bytes | str | None]) -> bool:
     """Under the lock: ``change(current bytes or None if absent)`` -> new content, or None to leave it.
 
@@ -68,6 +85,7 @@ def update(path: Path, change: Callable[[bytes | None], bytes | str | None]) -> 
     """
     path = Path(path)
     with locked(path):
+        remove_stale_temp_files(path)
         try:
             current: bytes | None = path.read_bytes()
         except FileNotFoundError:

@@ -44,6 +44,10 @@ def parse_json(path: Path) -> tuple[Any, list[str]]:
         raise DiffperfError(
             f"invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", source=str(path)
         ) from None
+    except RecursionError:
+        raise DiffperfError("invalid JSON: nested too deeply", source=str(path)) from None
+    except ValueError as exc:  # an integer too long to convert
+        raise DiffperfError(f"invalid JSON: {exc}", source=str(path)) from None
     return data, _locate(data, dups, "") if dups else []
 
 
@@ -94,6 +98,8 @@ def describe_errors(exc: ValidationError, prefix: str = "") -> list[tuple[str, s
             message = "required key is missing"
         elif err["type"] == "extra_forbidden":
             message = "unknown key"
+        elif err["type"] == "value_error":
+            message = err["msg"].removeprefix("Value error, ")
         elif is_key:
             message = f"expected a step index (a non-negative integer), got key {err['input']!r}"
         else:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .._util.atomicfile import dumps_json, write_atomic
 from .._util.jsonfile import validate
+from .._util.outputs import check_writable
 from ..cases import CaseFile, unmatched
 from ..perf.baselines import load_baselines
 from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS
@@ -52,6 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output:
+        check_writable(Path(args.output), "--output")
     table = load_table(args.task_types)
     data = case_file_data(args.path, args.hardware, args.suite, table=table)
     validate(CaseFile, data, Path(args.path), "")  # the file written reads back as a case file

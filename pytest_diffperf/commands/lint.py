@@ -54,7 +54,10 @@ def lint_paths(paths: Iterable[str | Path], hardware: str | None = None) -> list
         elif not path.is_dir():
             raise DiffperfError("file not found", source=str(path))
         elif hardware is None:
-            for f in sorted(path.rglob("*.json")):
+            files = sorted(path.rglob("*.json"))
+            if not files:
+                raise DiffperfError("no JSON files in this folder (a lint of nothing is no check)", source=str(path))
+            for f in files:
                 out += lint_file(f, skip_unknown=True)
         else:
             found = [_try(baseline_files, path, hardware), _try(threshold_files, path, hardware)]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from .._util.ci import append_step_summary
+from .._util.outputs import check_writable
 from .._util.text import format_table
 from ..errors import DiffperfError
 from ..perf.baselines import load_baselines, select_scenarios
@@ -34,6 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.hardware and not args.expect_all:
         raise DiffperfError("only applies with --expect-all", source="--hardware")
+    if args.output:
+        check_writable(Path(args.output), "-o")
+    if args.markdown:
+        check_writable(Path(args.markdown), "--markdown")
     merged = merge([(Path(f), read_results(Path(f))) for f in args.files])
     absent = []
     if args.expect_all:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,8 @@ def _limits(args: argparse.Namespace) -> dict[str, Any]:
             f"give either --shards or {flags} (which choose the number of shards), not both", source="--shards"
         )
     for name, value in {"shards": args.shards, **given}.items():
-        if value is not None and not value > 0:
-            raise DiffperfError(f"expected a positive number, got {value:g}", source="--" + name.replace("_", "-"))
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise DiffperfError(
+                f"expected a positive, finite number, got {value:g}", source="--" + name.replace("_", "-")
+            )
     return given

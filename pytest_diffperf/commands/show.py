@@ -48,6 +48,8 @@ def is_video_scenario(name: str, scenario: ScenarioBaseline) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.num_frames is not None and args.num_frames < 1:
+        raise DiffperfError(f"expected a positive number of frames, got {args.num_frames}", source="--num-frames")
     baselines = load_baselines(args.file, args.hardware, runner_name=args.runner)
     tol = baselines.profile(args.profile)
     preset = get_preset(args.preset)

@@ -20,6 +20,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .._util.atomicfile import write_atomic
+from .._util.names import inside
 from .result import ConsistencyResult, frame_line, thresholds_line
 
 SUBDIR = "consistency"
@@ -98,8 +99,9 @@ def write_summary(results: Iterable[ConsistencyResult | dict[str, Any]], artifac
 
 
 def ready_folder(artifacts_dir: Path | None, files: dict[str, bytes]) -> Path:
-    """Write outputs under their GT names into ``missing-gt/`` (artifacts folder, else temp folder)."""
-    folder = (artifacts_dir or Path(tempfile.gettempdir()) / "pytest-diffperf") / MISSING_SUBDIR
+    """Write outputs under their GT names into ``missing-gt/`` (artifacts folder, else a new private temp folder)."""
+    base = artifacts_dir or Path(tempfile.mkdtemp(prefix="diffperf-"))
+    folder = base / MISSING_SUBDIR
     for name, data in files.items():
-        write_atomic(folder / name, data)
+        write_atomic(inside(folder, name, source=str(folder)), data)
     return folder

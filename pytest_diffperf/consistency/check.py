@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DiffperfError
-from . import artifacts, embcache, groundtruth, manifest
+from . import artifacts, embcache, groundtruth, manifest, preflight
 from .clip import Embedder, get_embedder
 from .config import ConsistencyConfig
 from .metrics import check_frame, cosine, pixel_metrics
@@ -50,10 +50,10 @@ def check_output(
         _fail_missing(result, cfg, located, names, ready)
     paths = [p for p in located.files if p is not None]
     result.gt_files = [str(p) for p in paths]
-    datas = [p.read_bytes() for p in paths]
+    datas = [preflight.read_gt(gt_dir, p) for p in paths]
     shas = [manifest.sha256(d) for d in datas]
     result.integrity = _verify(result, gt_dir, paths, shas)
-    gts = [groundtruth.decode(d) for d in datas]
+    gts = [preflight.decode_gt(p, d) for p, d in zip(paths, datas, strict=True)]
     _check_shapes(result, picks, outs, gts, paths)
     sims = _clip_similarities(get_embedder(cfg.clip_model, cfg.clip_pretrained), outs, gts, paths, shas)
     for (index, label), out, gt, path, sim in zip(picks, outs, gts, paths, sims, strict=True):

@@ -183,7 +183,6 @@ def _register_tiny(open_clip: Any) -> None:
     """Make TINY_MODEL known to open_clip (it reads architectures from JSON files only)."""
     if open_clip.get_model_config(TINY_MODEL) is not None:
         return
-    path = Path(tempfile.gettempdir()) / "pytest-diffperf-open-clip" / f"{TINY_MODEL}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="diffperf-open-clip-")) / f"{TINY_MODEL}.json"  # private, fresh
     write_atomic(path, json.dumps(_TINY_CONFIG).encode())
     open_clip.add_model_config(path)

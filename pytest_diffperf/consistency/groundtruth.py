@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image
 
 from .._util.atomicfile import write_atomic
+from ..errors import DiffperfError
 from . import manifest
 
 IMAGE_EXTS = ("png", "jpg", "webp")
@@ -78,7 +79,10 @@ def encode_png(frame: np.ndarray) -> bytes:
 
 
 def write(gt_dir: Path, files: dict[Path, bytes]) -> None:
-    """Write GT files atomically and record their hashes in the manifest."""
+    """Write GT files atomically and record their hashes in the manifest; none outside ``gt_dir``."""
+    for path in files:
+        if not path.resolve().is_relative_to(gt_dir.resolve()):
+            raise DiffperfError(f"{path} would be written outside the ground-truth folder", source=str(gt_dir))
     for path, data in files.items():
         write_atomic(path, data)
     manifest.record(gt_dir, files)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from .._util.atomicfile import write_atomic
+from .._util.atomicfile import lock_path, write_atomic
 from .._util.jsonfile import read_json_object, validate
 
 MANIFEST = "manifest.json"
@@ -94,7 +93,6 @@ def _write(gt_dir: Path, manifest: Manifest) -> None:
 
 
 def _lock(gt_dir: Path) -> FileLock:
-    """A lock per GT folder, kept in the temp folder so that GT folders stay clean."""
-    folder = Path(tempfile.gettempdir()) / "pytest-diffperf-locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    return FileLock(folder / f"gt-{sha256(str(gt_dir.resolve()).encode())[:16]}.lock", timeout=120)
+    """The manifest's lock, beside it (``.manifest.json.lock``, git-ignored as every ``.*.lock``): never in a
+    shared temp folder another user could have made first."""
+    return FileLock(lock_path(gt_dir / MANIFEST), timeout=120)

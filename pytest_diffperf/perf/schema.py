@@ -13,8 +13,10 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from .._util.findings import schema_problems
 from .._util.jsonfile import STRICT, describe_type, json_path
+from .._util.names import name_problem
 
-Value = Annotated[float, Field(ge=0)]
+MAX_VALUE = 1e9  # ms (11.6 days), MiB (1 PiB), relative (1e11 %): larger makes a limit no run can exceed
+Value = Annotated[float, Field(ge=0, le=MAX_VALUE)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 StepIndex = Annotated[str, StringConstraints(pattern=r"^\d+$")]
 
@@ -94,6 +96,9 @@ def baseline_problems(doc: Mapping[str, Any]) -> list[Problem]:
     if not isinstance(scenarios, dict):
         return [*out, Problem("scenarios", f"expected an object, got {describe_type(scenarios)}")]
     for name, entry in scenarios.items():
+        problem = name_problem(name)  # scenario keys become test ids and file names: plain names only
+        if problem:
+            out.append(Problem(json_path("scenarios", name), f"scenario key {problem}", name))
         out += [Problem(k, m, name) for k, m in scenario_problems(entry, json_path("scenarios", name))]
     return out + override_problems(doc.get("runner_overrides", {}), scenarios)
 

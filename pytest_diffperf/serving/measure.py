@@ -47,6 +47,7 @@ def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: 
         except InputError:
             raise  # the case's input, not the server
         except (requests.Timeout, TimeoutError):
+            server.timed_out(what)
             raise ServerError(f"did not answer {what} within {timeout:.0f} s", server.snapshot()) from None
         except requests.RequestException as exc:
             # A dropped connection usually means the server died: say so once its exit is seen.
@@ -59,6 +60,7 @@ def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: 
             raise RequestError(f"gave a bad answer to {what}: {exc}", server.snapshot()) from None
         server.check_alive(f"during {what}")
         if time.monotonic() > deadline:
+            server.timed_out(what)
             raise ServerError(f"did not answer {what} within {timeout:.0f} s", server.snapshot())
 
 

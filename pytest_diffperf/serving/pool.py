@@ -22,6 +22,13 @@ class ServerStart:
     load_ms: float | None = None
     ready: bool = False
     error: str | None = None
+    command: str = ""
+    ended: str | None = None  # how it ended (``ServerProcess.ended``); None: still running
+
+    def info(self) -> dict[str, object]:
+        """The results file's form of a server that never served (failed to start): as ``ServerProcess.info``."""
+        return {"pid": self.pid, "port": self.port, "load_ms": self.load_ms, "log": self.log,
+                "command": self.command, "ended": self.ended}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class ServerPool:
     device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}  # num_gpus -> devices to expose
     ports: range | None = None  # None: any free port
     launcher: Launcher | None = None  # None: each spec's registered launcher (A/B: one side's)
+    watch: tuple[int, ...] = ()  # processes besides this one whose death kills the servers (xdist's controller)
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
@@ -49,15 +57,17 @@ class ServerPool:
     def get(self, spec: ServerSpec) -> ServerProcess:
         """The running server for ``spec``: reused, or started (stopping any other first).
 
-        A group whose server failed to start is not retried; one that died later is restarted.
+        A group whose server failed to start is not retried; one that died or hung later is restarted.
         """
         if self._current and self._current[0] == spec:
             server = self._current[1]
             try:
                 server.check_alive("")
-                return server
+                if server.hung is None:
+                    return server
             except ServerError:
-                self.release()
+                pass
+            self.release()
         if spec in self._failed:
             raise self._failed[spec]
         self.release()
@@ -75,8 +85,8 @@ class ServerPool:
     def _start(self, spec: ServerSpec) -> ServerProcess:
         plan = self.plan(spec)
         plan.perf_dir.mkdir(parents=True, exist_ok=True)
-        server = ServerProcess(plan.command, plan.env, plan.perf_dir / "server.log", plan.ports.http)
-        launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path))
+        server = ServerProcess(plan.command, plan.env, plan.perf_dir / "server.log", plan.ports.http, watch=self.watch)
+        launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path), command=" ".join(plan.command))
         self.launches.append(launch)
         started = time.monotonic()
         try:
@@ -87,6 +97,7 @@ class ServerPool:
         except ServerError as exc:
             self.release()
             launch.error = exc.headline()
+            launch.ended = server.ended
             note = f"(startup failed after {time.monotonic() - started:.1f} s)"
             self._failed[spec] = ServerError(exc.problem, exc.server, note)
             raise
@@ -96,7 +107,17 @@ class ServerPool:
     def release(self) -> None:
         if self._current:
             self._current[1].stop()
+            self._update(self._current[1])
             self._current = None
+
+    def _update(self, server: ServerProcess) -> None:
+        for launch in self.launches:
+            if launch.pid is not None and launch.pid == server.pid:
+                launch.ended = server.ended
+
+    def last_start(self, spec: ServerSpec) -> ServerStart | None:
+        """The latest start of ``spec``'s server (None: never started)."""
+        return next((launch for launch in reversed(self.launches) if launch.group == spec.key), None)
 
     def running(self) -> ServerSpec | None:
         return self._current[0] if self._current else None

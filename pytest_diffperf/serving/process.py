@@ -6,11 +6,12 @@ import collections
 import contextlib
 import os
 import random
+import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import requests
 from .. import protocol
 from ..errors import DiffperfFailure
 from ..platforms import DEVICE_ENV_VARS
+from . import watchdog
 
 FATAL_PATTERNS = (
     "Fatal Python error:",
@@ -130,8 +132,22 @@ def _span(ports: range) -> str:
 
 
 class ServerProcess:
-    def __init__(self, command: list[str], env: dict[str, str], log_path: Path, port: int, host: str = "127.0.0.1"):
+    """A server started under a watchdog (``serving.watchdog``) that kills its whole tree should this
+    process (or one of ``watch``, e.g. an xdist controller) die, whatever kills it."""
+
+    def __init__(
+        self,
+        command: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        port: int,
+        host: str = "127.0.0.1",
+        watch: Sequence[int] = (),
+    ):
         self.command = command
+        self.watch = tuple(watch)
+        self.ended: str | None = None  # how it ended: "exit code 1", "signal SIGKILL", "timeout: ...", "stopped"
+        self.hung: str | None = None  # what it did not answer in time: it must not serve again
         self.env = env
         self.log_path = log_path
         self.port = port
@@ -151,7 +167,7 @@ class ServerProcess:
         self._spawn_ns = time.monotonic_ns()
         try:
             self._proc = subprocess.Popen(
-                self.command,
+                watchdog.wrap(self.command, (os.getpid(), *self.watch)),
                 env={**os.environ, **self.env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -182,6 +198,7 @@ class ServerProcess:
                 pass
             now = time.monotonic()
             if now - start > timeout:
+                self.ended = self.ended or f"timeout: not ready after {timeout:.0f} s"
                 raise ServerError(f"not ready after {timeout:.0f} s", self.snapshot())
             if now >= next_progress:
                 progress(f"diffperf: waiting for {self.base_url} ({now - start:.0f} s)")
@@ -190,18 +207,29 @@ class ServerProcess:
 
     def check_alive(self, when: str) -> None:
         if self.fatal:
+            self.ended = self.ended or f"fatal error: {self.fatal}"
             raise ServerError(f"printed a fatal error {when}: {self.fatal}", self.snapshot())
         code = self._proc.poll() if self._proc else None
         if code is not None:
             self._close_output()
-            raise ServerError(f"exited with code {code} {when}", self.snapshot())
+            self.ended = self.ended or exit_text(code)
+            how = f"was killed by {exit_text(code)}" if code < 0 else f"exited with code {code}"
+            raise ServerError(f"{how} {when}", self.snapshot())
+
+    def timed_out(self, what: str) -> None:
+        """``what`` (a request) got no answer in time: the server is hung, and is never used again."""
+        self.hung = what
+        self.ended = self.ended or f"timeout: no answer to {what}"
 
     def stop(self) -> None:
         """Kill the whole process tree (children first), wait, and close its output and the log."""
         if self._proc is None:
             return
+        if self._proc.poll() is not None:
+            self.ended = self.ended or exit_text(self._proc.returncode)
         kill_tree(self._proc.pid)
         self._proc.wait()
+        self.ended = self.ended or "stopped"
         self._close_output()
 
     def _close_output(self) -> None:
@@ -220,6 +248,8 @@ class ServerProcess:
             "load_ms": self.load_ms,
             "log": str(self.log_path),
             "devices": devices,
+            "command": " ".join(self.command),
+            "ended": self.ended,
         }
 
     @property
@@ -251,6 +281,16 @@ class ServerProcess:
 
     def log_section(self) -> str:
         return self.snapshot().section()
+
+
+def exit_text(code: int) -> str:
+    """A return code in words: ``exit code 3``, ``signal SIGKILL``."""
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        return f"signal {signal.Signals(-code).name}"
+    except ValueError:
+        return f"signal {-code}"
 
 
 def kill_tree(pid: int, grace: float = 5.0) -> None:

@@ -18,10 +18,22 @@ WORKER_PORTS = range(20000, 32000)  # below Linux's ephemeral range, split among
 
 
 def visible_devices(option: str | None, var: str, environ: Mapping[str, str] = os.environ) -> tuple[str, ...] | None:
-    """``--diffperf-devices`` or ``$var`` split on commas; None when neither is set (or empty)."""
-    text = option if option is not None else environ.get(var, "")
-    devices = tuple(d.strip() for d in text.split(",") if d.strip())
-    return devices or None
+    """``--diffperf-devices`` or ``$var`` split on commas; None when neither is set (or empty).
+
+    An option with an empty entry (``0,,1``, ``,,``) or a device twice is a DiffperfError.
+    """
+    if option is None:  # the platform's variable, as the platform reads it
+        return tuple(d.strip() for d in environ.get(var, "").split(",") if d.strip()) or None
+    text, source = option, "--diffperf-devices"
+    if not text.strip():
+        raise DiffperfError("expected device ids separated by commas (e.g. 0,1,2,3), got nothing", source=source)
+    devices = tuple(d.strip() for d in text.split(","))
+    if not all(devices):
+        raise DiffperfError(f"expected device ids separated by commas (e.g. 0,1,2,3), got {text!r}", source=source)
+    twice = sorted({d for d in devices if devices.count(d) > 1})
+    if twice:
+        raise DiffperfError(f"device {', '.join(twice)} listed twice in {text!r}", source=source)
+    return devices
 
 
 @dataclass(frozen=True)

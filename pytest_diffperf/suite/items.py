@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..errors import DiffperfFailure
+from ..errors import DiffperfError, DiffperfFailure
 from ..perf.limits import CheckKind
 from ..perf.measurement import Measurement
 from ..perf.schema import Tolerances
@@ -36,7 +36,7 @@ from ..serving.process import ServerProcess
 from .ab import ABRun
 from .consistency import check_case_output
 from .regen import REGEN_PROPERTY, get_regen
-from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
+from .report import RESULT_PROPERTY, SCENARIO_PROPERTY, SERVER_PROPERTY
 from .session import DiffperfSession
 from .stash import SCENARIO_KEY, get_session
 
@@ -69,7 +69,14 @@ class ScenarioItem(pytest.Item):
         if self._ab() is not None:
             return  # an A/B run starts its own server pairs
         if self.spec is not None and self.case is not None:
-            self.server = _session(self.config).pool.get(self.spec)
+            pool = _session(self.config).pool
+            try:
+                self.server = pool.get(self.spec)
+            except DiffperfFailure:
+                start = pool.last_start(self.spec)
+                if start is not None:
+                    self.user_properties.append((SERVER_PROPERTY, json.dumps(start.info())))
+                raise
 
     def _compares(self) -> bool:
         return _session(self.config).consistency is not None and bool(self.case and self.case.run_consistency_check)
@@ -91,9 +98,14 @@ class ScenarioItem(pytest.Item):
         assert self.server is not None
         timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
         started = time.monotonic()
-        samples = measure(self.server, session.launcher, self.case, timeout)
-        measurement = measurement_of(samples, self.case, self.server.load_ms)
-        result = self._perf(session, samples, measurement, time.monotonic() - started)
+        try:
+            samples = measure(self.server, session.launcher, self.case, timeout)
+            measurement = measurement_of(samples, self.case, self.server.load_ms)
+            result = self._perf(session, samples, measurement, time.monotonic() - started)
+        except DiffperfFailure:
+            if self.server is not None:  # the server that failed: for the results file
+                self.user_properties.append((SERVER_PROPERTY, json.dumps(self.server.info())))
+            raise
         failure = None
         if self._compares():
             assert session.consistency is not None
@@ -233,7 +245,7 @@ def plain_longrepr(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExceptio
     """The message alone, without a traceback, for a scenario's own kinds of failure."""
     if not isinstance(item, ScenarioItem):
         return None
-    if isinstance(excinfo.value, DiffperfFailure):
+    if isinstance(excinfo.value, (DiffperfFailure, DiffperfError)):
         return str(excinfo.value)
     if isinstance(excinfo.value, TimeoutError):
         return f"{item.name}: {excinfo.value}"

@@ -7,6 +7,7 @@ paths from the command line to the invocation directory.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -202,8 +203,8 @@ def _positive_float(raw: object, flag: str) -> float:
         value = float(str(raw))
     except ValueError:
         raise DiffperfError(f"expected a number of seconds, got {raw!r}", source=flag) from None
-    if not value > 0:
-        raise DiffperfError(f"expected a positive number of seconds, got {raw!r}", source=flag)
+    if not (value > 0 and math.isfinite(value)):
+        raise DiffperfError(f"expected a positive, finite number of seconds, got {raw!r}", source=flag)
     return value
 
 

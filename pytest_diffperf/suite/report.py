@@ -19,6 +19,7 @@ from ..results.tables import markdown, summary_table
 
 RESULT_PROPERTY = "diffperf_result"
 SCENARIO_PROPERTY = "diffperf_scenario"
+SERVER_PROPERTY = "diffperf_server"  # the server of a scenario that failed without a result (JSON)
 
 
 class ResultsCollector:
@@ -37,8 +38,9 @@ class ResultsCollector:
             self.results[report.nodeid] = ScenarioResult.model_validate_json(str(props[RESULT_PROPERTY]))
         if report.failed and self.results.get(report.nodeid, None) is None:
             first = str(report.longrepr).strip().splitlines()[:1]
+            server = json.loads(str(props[SERVER_PROPERTY])) if SERVER_PROPERTY in props else None
             self.results[report.nodeid] = ScenarioResult(
-                scenario=str(props[SCENARIO_PROPERTY]), verdict="error", message=" ".join(first)
+                scenario=str(props[SCENARIO_PROPERTY]), verdict="error", message=" ".join(first), server=server
             )
         elif report.skipped and report.nodeid not in self.results:
             self.results[report.nodeid] = ScenarioResult(scenario=str(props[SCENARIO_PROPERTY]), verdict="skipped")

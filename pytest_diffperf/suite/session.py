@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from .._util.tempdirs import sweep
 from ..cases import Case, CaseFile, load_case_file
 from ..consistency.config import ConsistencyConfig
 from ..consistency.thresholds import ThresholdSet
@@ -28,6 +30,7 @@ from ..verdicts.static import StaticPolicy
 from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
 from .options import Settings, ground_truth_requested, read_settings
+from .validation import check_up_front
 
 
 @dataclass
@@ -65,7 +68,10 @@ class DiffperfSession:
         cases = {case.id: case for case in case_file.cases}
         shard = parse_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
         devices = share_of(config, settings)
-        launcher = get_launcher(settings.diffperf_server)
+        try:
+            launcher = get_launcher(settings.diffperf_server)
+        except DiffperfError as exc:
+            raise DiffperfError(str(exc), source="--diffperf-server") from None
         if not launcher.writes_perf_log:
             message = f"launcher {launcher.name!r} writes no perf log, which the checks need"
             raise DiffperfError(message, source="--diffperf-server")
@@ -73,8 +79,10 @@ class DiffperfSession:
         if any(c.run_consistency_check for c in cases.values()):
             consistency = consistency_config(settings, ground_truth_requested(config))
         limits = thresholds(settings) if consistency else None
+        check_up_front(settings, cases.values(), consistency)
         priors = noise_priors(settings)
         inconclusive, noise = inconclusive_mode(settings), static_policy(settings, priors)
+        sweep("diffperf-")  # earlier runs' logs, once old
         workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))  # last: nothing above leaves a folder behind
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
@@ -89,7 +97,14 @@ class DiffperfSession:
             cases=cases,
             launcher=launcher,
             preset=get_preset(settings.diffperf_preset),
-            pool=ServerPool(workdir, settings.diffperf_startup_timeout, progress, devices.env, devices.ports),
+            pool=ServerPool(
+                workdir,
+                settings.diffperf_startup_timeout,
+                progress,
+                devices.env,
+                devices.ports,
+                watch=controller(config),
+            ),
             workdir=workdir,
             devices=devices,
             consistency=consistency,
@@ -214,6 +229,11 @@ def read_cases(settings: Settings) -> CaseFile:
             source="--diffperf-suites",
         )
     return load_case_file(settings.diffperf_cases, settings.diffperf_hardware, suites)
+
+
+def controller(config: pytest.Config) -> tuple[int, ...]:
+    """An xdist worker's controller (its parent), whose death must stop the worker's servers too."""
+    return (os.getppid(),) if hasattr(config, "workerinput") else ()
 
 
 def share_of(config: pytest.Config, settings: Settings) -> DeviceShare:

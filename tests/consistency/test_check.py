@@ -137,11 +137,15 @@ def test_missing_gt_lists_names_and_prepares_a_folder(make_cfg, gt_dir, tmp_path
 def test_missing_gt_folder_without_artifacts_dir(make_cfg, tmp_path, monkeypatch):
     import tempfile
 
+    (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     with pytest.raises(ConsistencyFailure) as err:
         check_output("img", 3, False, "png", [scene(1)], IMAGE_T, make_cfg())
     assert err.value.result.reason == "missing-gt"
-    assert (tmp_path / "tmp" / "pytest-diffperf" / "missing-gt" / "img_3gpu.png").is_file()
+    # a new private folder with an unpredictable name: nobody can plant a link in it first
+    (folder,) = (tmp_path / "tmp").glob("diffperf-*")
+    assert (folder / "missing-gt" / "img_3gpu.png").is_file() and folder.stat().st_mode & 0o777 == 0o700
+    assert str(folder / "missing-gt") in str(err.value)
 
 
 def test_tampered_gt_fails_integrity(make_cfg, gt_dir):

@@ -26,6 +26,7 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
     regen.assert_outcomes(passed=2)
     gt = pytester.path / "gt"
     assert sorted(p.name for p in gt.iterdir() if p.is_file()) == [
+        ".manifest.json.lock",  # the manifest's lock, beside it (git-ignored)
         "img_1gpu.jpg", "manifest.json", "vid_1gpu_frame_0.png", "vid_1gpu_frame_last.png", "vid_1gpu_frame_mid.png"
     ]  # fmt: skip
 

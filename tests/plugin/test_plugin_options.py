@@ -62,7 +62,10 @@ def test_user_errors_are_one_line_without_traceback(pytester, suite):
         (["--diffperf-hardware=tpu"], "tpu"),
         (["--diffperf-server=comfy"], "unknown launcher 'comfy'; known: reference, sglang"),
         (["--diffperf-preset=fast"], "unknown preset 'fast'"),
-        (["--diffperf-startup-timeout=-1"], "--diffperf-startup-timeout: expected a positive number of seconds"),
+        (
+            ["--diffperf-startup-timeout=-1"],
+            "--diffperf-startup-timeout: expected a positive, finite number of seconds",
+        ),
         (["--diffperf-request-timeout=soon"], "--diffperf-request-timeout: expected a number of seconds, got 'soon'"),
     ]
     (pytester.path / "broken_cases.json").write_text('{"cases": [{"id": "a", "task": "text-to-image"}]}')

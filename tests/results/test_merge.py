@@ -153,7 +153,7 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
         ),
         (
             [doc(result("a", consistency={"status": "FAILED"}))],
-            "results-1.json: scenarios.0.consistency: expected Value error, consistency status must be one of",
+            "results-1.json: scenarios.0.consistency: consistency status must be one of",
         ),
     ],
 )

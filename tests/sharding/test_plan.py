@@ -93,9 +93,9 @@ def test_without_a_case_file_each_scenario_is_its_own_group_and_n_is_chosen():
     ("args", "message"),
     [
         ([*BUNDLED, "--shards", "6"], "cannot make 6 shards of 5 server group(s): use 1 to 5 shards"),
-        ([*BUNDLED, "--shards", "0"], "--shards: expected a positive number, got 0"),
+        ([*BUNDLED, "--shards", "0"], "--shards: expected a positive, finite number, got 0"),
         ([*BUNDLED, "--shards", "2", "--target-time", "60"], "--shards: give either --shards or --target-time"),
-        ([*BUNDLED, "--max-time", "-5"], "--max-time: expected a positive number, got -5"),
+        ([*BUNDLED, "--max-time", "-5"], "--max-time: expected a positive, finite number, got -5"),
         (["missing.json"], "missing.json: file not found"),
         ([*BUNDLED[:-1], "nosuch"], "unknown launcher 'nosuch'"),
     ],

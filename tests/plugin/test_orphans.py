@@ -1,0 +1,141 @@
+"""No server outlives pytest, whatever stops it: each signal to pytest (and to an xdist worker), at load time and
+mid-request, leaves no process of the run's servers a few seconds later.
+
+A real pytest subprocess runs a reference-server case whose server (and watchdog) carry a unique marker in their
+environment; the processes are counted by that marker, and only they (and the pytest this test started) are killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import psutil
+import pytest
+
+from tests.support.suite import GENEROUS, tiny_case
+
+pytestmark = pytest.mark.server
+
+MARKER_VAR = "DIFFPERF_ORPHAN_TEST"
+LOAD_DELAY_MS = 60000  # the load lasts long enough to be interrupted
+STAGE_DELAY_MS = 60000  # so does the first request
+GONE_WITHIN_S = 15.0  # the watchdog polls every 0.2 s and gives 3 s of grace
+
+
+def marked(tag: str) -> list[psutil.Process]:
+    """This test's server processes: the watchdog, the reference server and its workers (their environment holds
+    ``tag``); zombies are dead."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get(MARKER_VAR) == tag and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def gone(tag: str, within: float = GONE_WITHIN_S) -> list[psutil.Process]:
+    """Poll until no marked process is left (what is left after ``within`` seconds)."""
+    deadline = time.monotonic() + within
+    while (left := marked(tag)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def refserver(tag: str) -> psutil.Process | None:
+    """The reference server itself (not its watchdog, whose command line holds the server's)."""
+    return next((p for p in marked(tag) if p.cmdline()[1:3] == ["-m", "pytest_diffperf.refserver"]), None)
+
+
+def wait_for(moment: str, tag: str, pytest_proc: subprocess.Popen[bytes], within: float = 120.0) -> psutil.Process:
+    """Wait until the server is loading (``load``: spawned, not listening yet) or serving a request (``request``:
+    a client connection is open on its listening port); the server process."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        assert pytest_proc.poll() is None, "pytest ended before the moment came"
+        server = refserver(tag)
+        if server is not None:
+            try:
+                conns = server.net_connections(kind="tcp")
+            except psutil.Error:
+                conns = []
+            listening = {c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN}
+            if moment == "load" and not listening:
+                return server
+            if moment == "request" and any(
+                c.status == psutil.CONN_ESTABLISHED and c.laddr.port in listening for c in conns
+            ):
+                return server
+        time.sleep(0.1)
+    raise AssertionError(f"no {moment} moment within {within} s")
+
+
+def start_run(pytester, suite, tag: str, moment: str, *extra: str) -> subprocess.Popen[bytes]:
+    flags = (
+        f"--inject-load-delay {LOAD_DELAY_MS}"
+        if moment == "load"
+        else f"--inject-delay DenoisingStage={STAGE_DELAY_MS}"
+    )
+    case = tiny_case("orphan", flags, timeout_s=300, perf_warmup_requests=1)
+    case["frameworks"]["sglang"]["extra_env"] = {MARKER_VAR: tag}
+    args = suite([case], {"orphan": GENEROUS})
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", *args, "--diffperf-startup-timeout=300", *extra],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(pytester.path)},
+        start_new_session=True,  # as a terminal job; only this process is signalled
+    )
+
+
+def cleanup(proc: subprocess.Popen[bytes], tag: str) -> None:
+    """Kill what this test started, by pid: the pytest run, its workers, and any marked process left."""
+    try:
+        workers = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        workers = []
+    for child in [*workers, *marked(tag)]:
+        try:
+            if child.environ().get(MARKER_VAR) == tag or child in workers:
+                child.kill()
+        except psutil.Error:
+            pass
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.parametrize("moment", ["load", "request"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
+def test_no_server_outlives_pytest(pytester, suite, sig, moment):
+    tag = uuid.uuid4().hex
+    proc = start_run(pytester, suite, tag, moment)
+    try:
+        wait_for(moment, tag, proc)
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+        assert gone(tag) == [], f"servers left after {sig.name} at {moment}"
+    finally:
+        cleanup(proc, tag)
+
+
+@pytest.mark.parametrize("target", ["worker", "controller"])
+def test_no_server_outlives_a_killed_xdist_process(pytester, suite, target):
+    tag = uuid.uuid4().hex
+    proc = start_run(pytester, suite, tag, "request", "-n", "1", "--max-worker-restart=0")
+    try:
+        server = wait_for("request", tag, proc)
+        watchdog = server.parent()
+        assert watchdog is not None and "pytest_diffperf.serving.watchdog" in " ".join(watchdog.cmdline())
+        worker = watchdog.parent()
+        assert worker is not None and worker.ppid() == proc.pid  # an xdist worker of our pytest
+        (worker if target == "worker" else psutil.Process(proc.pid)).kill()
+        assert gone(tag) == [], f"servers left after SIGKILL of the xdist {target}"
+    finally:
+        cleanup(proc, tag)
