@@ -233,7 +233,12 @@ def _plan_memory(
 
 def measured_values(measurement: Measurement, preset: Preset) -> dict[str, float]:
     """Check name -> actual value (the preset's statistic over the samples)."""
-    m, agg = measurement, preset.aggregate
+    return {name: value for name, xs in samples(measurement).items() if (value := preset.aggregate(xs)) is not None}
+
+
+def samples(measurement: Measurement) -> dict[str, list[float]]:
+    """Check name -> its samples (one per request; load: one per process)."""
+    m = measurement
     samples: dict[str, list[float]] = {"e2e": list(m.e2e_ms), "load": list(m.load_ms)}
     runs = [list(s) for s in m.steps if s]
     samples["avg_denoise"] = [statistics.fmean(s) for s in runs]
@@ -247,7 +252,7 @@ def measured_values(measurement: Measurement, preset: Preset) -> dict[str, float
         samples["per_frame"] = [e / m.num_frames for e in m.e2e_ms]
     for key, values in m.memory.items():
         samples[key] = list(values)
-    return {name: value for name, xs in samples.items() if (value := agg(xs)) is not None}
+    return samples
 
 
 def evaluate(

@@ -30,6 +30,7 @@ DESCRIPTION = (
     "(delays per stage or step, jitter, crashes, hangs). `serve` starts one; `models` lists the built-in models."
 )
 
+
 def _delay(text: str) -> tuple[str, float]:
     try:
         return parse_delay(text)

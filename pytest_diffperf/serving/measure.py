@@ -13,7 +13,7 @@ import requests
 from .. import protocol
 from ..cases import Case
 from . import perflog
-from .client import InputError, Output, RequestError
+from .client import InputError, Output, RequestError, job_status
 from .launchers import Launcher
 from .process import ServerError, ServerProcess
 
@@ -34,11 +34,12 @@ class Sample:
 
 
 def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: str) -> T:
-    """Run ``call`` in a thread; fail at once if the server dies or prints a fatal pattern."""
+    """Run ``call`` in a thread; fail at once if the server dies or prints a fatal pattern; progress lines while it runs."""
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffperf-request")
     future = pool.submit(call)
     pool.shutdown(wait=False)
     deadline = time.monotonic() + timeout
+    beat = server.heartbeat(what)
     while True:
         try:
             return future.result(timeout=WATCH_INTERVAL_S)
@@ -58,6 +59,7 @@ def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: 
         except (RequestError, perflog.PerfLogError) as exc:
             raise RequestError(f"gave a bad answer to {what}: {exc}", server.snapshot()) from None
         server.check_alive(f"during {what}")
+        beat.tick(job_status(server.base_url))
         if time.monotonic() > deadline:
             raise ServerError(f"did not answer {what} within {timeout:.0f} s", server.snapshot())
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .launchers import ServerSpec, get_launcher
-from .process import ServerError, ServerProcess, server_ports
+from .process import PROGRESS_EVERY_S, ServerError, ServerProcess, server_ports, short_command
 
 
 @dataclass
@@ -31,6 +31,7 @@ class ServerPool:
     progress: Callable[[str], None] = lambda _msg: None
     device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}  # num_gpus -> devices to expose
     ports: range | None = None  # None: any free port
+    progress_every: float = PROGRESS_EVERY_S  # seconds between progress lines while a server loads or a request runs
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
@@ -60,14 +61,20 @@ class ServerPool:
         ports = server_ports(ports=self.ports)
         env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}
         server = ServerProcess(launcher.server_command(spec, ports), env, perf_dir / "server.log", ports.http)
+        server.label, server.progress, server.progress_every = f"server {number}", self.progress, self.progress_every
         launch = ServerStart(spec.key, None, ports.http, str(server.log_path))
         self.launches.append(launch)
         started = time.monotonic()
+        gpus = f"{spec.num_gpus} GPU{'s' * (spec.num_gpus != 1)}"
+        self.progress(
+            f"diffperf: starting server {number} ({spec.model}, {gpus}): {short_command(server.command)}; "
+            f"log: {server.log_path}"
+        )
         try:
             server.start()
             launch.pid = server.pid
             self._current = (spec, server)
-            server.wait_ready(self.startup_timeout, self.progress)
+            server.wait_ready(self.startup_timeout)
         except ServerError as exc:
             self.release()
             launch.error = exc.headline()
@@ -75,6 +82,8 @@ class ServerPool:
             self._failed[spec] = ServerError(exc.problem, exc.server, note)
             raise
         launch.ready, launch.load_ms = True, server.load_ms
+        load = f" (load {server.load_ms / 1000:.1f} s)" if server.load_ms is not None else ""
+        self.progress(f"diffperf: server {number} ready after {time.monotonic() - started:.1f} s{load}")
         return server
 
     def release(self) -> None:

@@ -60,6 +60,24 @@ OPTIONS = (
     Option("--diffperf-frames", "video frames to compare: first,mid,last | all | every:K", default="first,mid,last"),
     Option("--diffperf-artifacts", "write comparison images and metrics per case here", is_path=True),
     Option("--regen-ground-truth", "write the outputs as ground truth instead of comparing them", is_flag=True),
+    Option(
+        "--diffperf-log-dir",
+        "server logs go in a new folder here (default: pytest's basetemp, which keeps the last 3 runs)",
+        is_path=True,
+    ),
+    Option("--diffperf-progress-every", "seconds between progress lines while a server loads or a request runs", "15"),
+    Option("--diffperf-log-tail", "server log lines in a failure message (default: 200, with --tb=short 20)"),
+    Option("--diffperf-html", "write a self-contained HTML report here (needs the report extra)", is_path=True),
+    Option("--diffperf-history", "append this run's results, with provenance, to this history folder", is_path=True),
+    Option(
+        "--diffperf-compare-to",
+        "compare this run with an earlier --diffperf-json file, or 'last' (the latest run of --diffperf-history)",
+        is_path=True,
+    ),
+    Option(
+        "--regen-force", "regenerate even where the baseline file's platform is not the measured hardware", is_flag=True
+    ),
+    Option("--regen-description", "replace the baseline file's metadata.description with this text"),
 )
 
 
@@ -91,6 +109,14 @@ class Settings:
     diffperf_frames: str
     diffperf_artifacts: Path | None
     regen_ground_truth: bool
+    diffperf_log_dir: Path | None = None
+    diffperf_progress_every: float = 15.0
+    diffperf_log_tail: int | None = None  # None: by --tb
+    diffperf_html: Path | None = None
+    diffperf_history: Path | None = None
+    diffperf_compare_to: Path | None = None
+    regen_force: bool = False
+    regen_description: str | None = None
 
     @property
     def profile(self) -> str | None:
@@ -127,9 +153,27 @@ def read_settings(config: pytest.Config) -> Settings:
         if raw is not None and opt.is_path:
             raw = (base / str(raw)).resolve()
         values[opt.dest] = truthy(raw) if opt.is_flag else raw
-    for name in ("diffperf_startup_timeout", "diffperf_request_timeout"):
+    for name in ("diffperf_startup_timeout", "diffperf_request_timeout", "diffperf_progress_every"):
         values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
+    values["diffperf_log_tail"] = _count(values["diffperf_log_tail"], "--diffperf-log-tail")
+    if str(option_value(config, "diffperf_compare_to")) == LAST:
+        values["diffperf_compare_to"] = Path(LAST)  # the history's latest run, not a file named 'last'
     return Settings(**values)  # type: ignore[arg-type]
+
+
+LAST = "last"
+
+
+def _count(raw: object, flag: str) -> int | None:
+    if raw is None:
+        return None
+    try:
+        value = int(str(raw))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise DiffperfError(f"expected a number of lines (0 or more), got {raw!r}", source=flag)
+    return value
 
 
 def _positive_float(raw: object, flag: str) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,9 @@ from ..serving.pool import ServerPool
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, assign, parse_shard, server_groups
 from .consistency import consistency_config, thresholds
+from .logdir import log_dir
 from .options import Settings, ground_truth_requested, read_settings
+from .progress import register as live_progress
 
 
 @dataclass
@@ -61,9 +63,8 @@ class DiffperfSession:
         if any(c.run_consistency_check for c in cases.values()):
             consistency = consistency_config(settings, ground_truth_requested(config))
         limits = thresholds(settings) if consistency else None
-        workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))  # last: nothing above leaves a folder behind
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
+        workdir = log_dir(config, settings)  # made by the first server start: none in a collect-only run
+        progress = live_progress(config)  # shown live, also from xdist workers
         session = cls(
             settings=settings,
             baselines=baselines,
@@ -77,6 +78,7 @@ class DiffperfSession:
             thresholds=limits,
         )
         session.shard = session.shard_of(*shard) if shard else None
+        session.pool.progress_every = settings.diffperf_progress_every
         return session
 
     def scenario_ids(self) -> list[str]:
@@ -107,14 +109,21 @@ class DiffperfSession:
         """The report header: settings, the baseline files' lint warnings, where the logs go, the shard."""
         warnings = sum(f.severity == "warning" for f in lint_baselines(self.baselines))
         lines = [f"diffperf: {k}={v}" for k, v in self.header().items() if v is not None]
-        lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: diffperf lint FILE)")
-        lines.append(f"diffperf: logs in {self.workdir}")
+        if warnings:
+            lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: {self.lint_command()})")
         if self.shard is not None:
             lines.append(
                 f"diffperf: shard {self.shard.number}/{self.shard.of}: {len(self.shard.scenarios)} scenario(s), "
                 f"{len(self.shard.groups)} server start(s), estimated {self.shard.estimated_s:.0f} s"
             )
         return lines
+
+    def lint_command(self) -> str:
+        """The ``diffperf lint`` command that lists the findings the header counts."""
+        hardware = self.settings.diffperf_hardware
+        return shlex.join(
+            ["diffperf", "lint", str(self.settings.diffperf_baselines), *(["--hardware", hardware] if hardware else [])]
+        )
 
     def close(self) -> None:
         self.pool.release()
