@@ -16,7 +16,7 @@ from pathlib import Path
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.limits import get_preset, plan_checks
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "sglang-data" / "v0.5.23" / "perf_baselines"
+DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "vendor" / "sglang-data" / "v0.5.23" / "perf_baselines"
 
 
 def load_and_plan(path: Path, hardware: str) -> tuple[int, int]:

@@ -8,7 +8,9 @@ Three ways of judging a scenario are compared on the same recorded timings (``--
   process pair while not, within the budget), the default :class:`VerdictPolicy`.
 - **static** (``pytest_diffperf.verdicts.static``): the candidate alone against a stored baseline,
   ``n`` requests per fresh server, every timing check of ``limits.plan_checks`` judged with the
-  run's noise (pass / fail / inconclusive), re-measured on a fresh server while it does not pass.
+  run's noise (pass / fail / inconclusive), re-measured on a fresh server while ``remeasure``
+  says more attempts can change the verdict; with SGLang's ``pr_test`` tolerances and with the
+  bundled suite's (``data/perf_baselines/cpu.json``).
 - **SGLang**: SGLang's single-sample rule: one request, fail iff ``actual > max(expected * (1 +
   rel), expected + pad)`` on any timing check (``limits.plan_checks``, tolerances from SGLang's
   v0.5.23 ``pr_test`` profile, SGLang's pads); also "with retries": failing only when each of 7
@@ -52,10 +54,21 @@ Limits of this evidence
 - Estimated wall time is ``requests * median e2e + servers started * --start-s`` (the reference
   server's ready time here), not a measurement.
 
-``--live`` (phase 2) will run the reference servers with ``--inject-delay`` through the
-orchestrator instead of resampling; it is not implemented yet.
+Live
+----
+``--live`` runs the reference server instead (the bundled case ``--live-case``): a stored baseline
+from 20 requests of one fresh server, then per effect ``--live-trials`` trials of fresh server
+pairs driven exactly as ``pytest --diffperf-base`` drives them (``serving.ab``, the default design
+and policy), the candidate started with ``--inject-delay`` sized from the baseline's median
+(``e2e +x %``: ``x * e2e`` ms inside DenoisingStage; ``DecodingStage +10 %``: a tenth of that
+stage). Static mode and SGLang's rule judge the same trial's candidate servers against the stored
+baseline: static mode one candidate server per attempt, SGLang's rule the first measured
+request. A trial runs process pairs until A/B has stopped and static mode too. A trial costs
+minutes (fresh servers), so live rates carry wide binomial intervals; resampling covers rates
+near 1 %.
 
     nice python benchmarks/bench_verdicts.py --trials 20000 --json out.json
+    nice python benchmarks/bench_verdicts.py --live --live-trials 4 --json live.json
 """
 
 from __future__ import annotations
@@ -64,27 +77,60 @@ import argparse
 import gzip
 import json
 import math
+import os
+import signal
+import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
-from pytest_diffperf.perf.limits import Check, CheckKind, get_preset, judge, limit, plan_checks, stage_name
+from pytest_diffperf.cases import load_cases
+from pytest_diffperf.perf.limits import (
+    Check,
+    CheckKind,
+    Preset,
+    evaluate,
+    get_preset,
+    judge,
+    limit,
+    plan_checks,
+    stage_name,
+)
+from pytest_diffperf.perf.measurement import Measurement
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.protocol import DENOISING_STAGE
-from pytest_diffperf.verdicts.ab import base_levels, noisier_than_prior
+from pytest_diffperf.results.ab import design_for, pair_samples
+from pytest_diffperf.results.noisy import judge_noisy
+from pytest_diffperf.serving.ab import SIDES, ABServers, Side, SideServer, resolve_side
+from pytest_diffperf.serving.launchers import ServerSpec, get_launcher
+from pytest_diffperf.serving.measure import measure
+from pytest_diffperf.serving.pool import ServerPool
+from pytest_diffperf.serving.sidespec import parse_side_spec
+from pytest_diffperf.verdicts.ab import ABResult, ProcessPairSamples, analyse, base_levels, noisier_than_prior
 from pytest_diffperf.verdicts.ab import judge as judge_ab
 from pytest_diffperf.verdicts.attribution import named, shares
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.interval import estimate
 from pytest_diffperf.verdicts.metrics import VerdictPolicy
 from pytest_diffperf.verdicts.noise import Noise, estimate_noise
-from pytest_diffperf.verdicts.static import FAIL, PASS, StaticPolicy, remeasure, static_codes
+from pytest_diffperf.verdicts.static import (
+    FAIL,
+    PASS,
+    StaticPolicy,
+    forecast,
+    go_on,
+    judge_scenario,
+    remeasure,
+    scenario_verdict,
+    static_codes,
+)
 from pytest_diffperf.verdicts.vocab import IMPROVED, INCONCLUSIVE, REGRESSED, STATIC_VERDICTS, UNCHANGED
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,6 +146,8 @@ DENOISE, DECODE = stage_name(DENOISING_STAGE), stage_name("DecodingStage")
 STEP_FRACTIONS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 SGLANG_PR_TEST = Tolerances(e2e=0.25, denoise_stage=0.25, non_denoise_stage=0.8, denoise_step=0.3, denoise_agg=0.2)
 SGLANG_ATTEMPTS = 7
+BUNDLED_BASELINES = REPO / "data" / "perf_baselines" / "cpu.json"
+BUNDLED_REQUESTS = 3  # the bundled cases' perf_repeat_requests
 BASELINE_REQUESTS = 20
 
 
@@ -121,6 +169,11 @@ class Pool:
     @property
     def requests(self) -> int:
         return self.steps.shape[1]
+
+
+def bundled_tolerances(profile: str) -> Tolerances:
+    """A tolerance profile of the bundled suite's baseline file."""
+    return Tolerances.model_validate(json.loads(BUNDLED_BASELINES.read_text())["tolerances"][profile])
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -400,25 +453,36 @@ class StaticOutcome:
 def simulate_static(
     pool: Pool, effect: Effect, checks: Checks, cand: np.ndarray, req: np.ndarray, policy: StaticPolicy
 ) -> StaticOutcome:
+    """Static mode over attempts: judged after each, re-measured while ``go_on`` (the rule of ``remeasure``)."""
     cm, cs = apply_effect(pool.metrics, pool.steps, effect)
     trials, attempts = cand.shape
     z = policy.z(len(checks.names))
     log_exp, log_lim = np.log(checks.expected), np.log(checks.limits)
     per_attempt = np.empty((trials, attempts), dtype=np.int8)
+    more = np.zeros((trials, attempts), dtype=bool)
     e2e_fail = np.empty((trials, attempts), dtype=bool)
     for a in range(attempts):
         codes = np.empty((trials, len(checks.names)), dtype=np.int8)
+        later = np.empty_like(codes)
         for c_i, name in enumerate(checks.names):
             values = metric_of(name, cm, cs)[cand[:, : a + 1, None], req[:, : a + 1]]
             noise = policy.noise(checks.sample[0][c_i])
-            codes[:, c_i], _, _ = static_codes(np.log(values), log_exp[:, c_i], log_lim[:, c_i], noise, z)
+            edge = log_lim[:, c_i] - log_exp[:, c_i]
+            codes[:, c_i], low, high = static_codes(np.log(values), log_exp[:, c_i], log_lim[:, c_i], noise, z)
+            later[:, c_i] = forecast(low, high, edge, noise, z, np.asarray(float(req.shape[-1])), policy.max_attempts)
         verdict = np.full(trials, STATIC_VERDICTS.index("inconclusive"), dtype=np.int8)
         verdict[np.all(codes == PASS, axis=1)] = PASS
         verdict[np.any(codes == FAIL, axis=1)] = FAIL
         per_attempt[:, a] = verdict
+        more[:, a] = go_on(codes, later) & (a + 1 < policy.max_attempts)
         e2e_fail[:, a] = codes[:, checks.names.index("e2e")] == FAIL
-    go_on = np.array([[remeasure(STATIC_VERDICTS[v], a + 1, policy) for a in range(attempts)] for v in range(3)])
-    more = go_on[per_attempt, np.arange(attempts)[None, :]]
+        for t, sample in enumerate(checks.sample[:10]):  # the vectorised rule is the plugin's scalar one
+            values = {
+                c.name: metric_of(c.name, cm, cs)[cand[t, : a + 1, None], req[t, : a + 1]].tolist() for c in sample
+            }
+            results = judge_scenario(sample, values, policy)
+            assert STATIC_VERDICTS.index(scenario_verdict(results)) == per_attempt[t, a], "static verdicts differ"
+            assert remeasure(results, a + 1, policy) == more[t, a], "re-measure decisions differ"
     stop = np.where((~more).any(axis=1), np.argmax(~more, axis=1), attempts - 1)
     final = np.take_along_axis(per_attempt, stop[:, None], axis=1)[:, 0]
     return StaticOutcome(
@@ -484,6 +548,198 @@ def coverage(pool: Pool, ks: Iterable[int], m: int, trials: int, boots: int, see
     return rows
 
 
+# ----------------------------------------------------------------------------------------- live
+@dataclass(frozen=True)
+class LiveEffect:
+    """A delay injected into the candidate's ``stage``: ``x`` of the measured e2e (``of_e2e``) or of the stage."""
+
+    label: str
+    stage: str | None = None
+    x: float = 0.0
+    of_e2e: bool = True
+
+    def args(self, e2e_ms: float, stage_ms: Mapping[str, float]) -> str:
+        if self.stage is None:
+            return ""
+        ms = self.x * (e2e_ms if self.of_e2e else stage_ms[self.stage])
+        return f"--inject-delay {self.stage}={ms:.1f}"
+
+
+LIVE_EFFECTS = [
+    LiveEffect("none"),
+    LiveEffect("e2e +5 % via DenoisingStage", DENOISING_STAGE, 0.05),
+    LiveEffect("e2e +10 % via DenoisingStage", DENOISING_STAGE, 0.10),
+    LiveEffect("e2e +20 % via DenoisingStage", DENOISING_STAGE, 0.20),
+    LiveEffect("DecodingStage +10 %", "DecodingStage", 0.10, of_e2e=False),
+]
+
+
+def median_baseline(m: Measurement) -> ScenarioBaseline:
+    """A stored baseline from one process's requests: every figure's median (timings only)."""
+    stages = sorted({s for st in m.stages for s in st})
+    steps = max(len(x) for x in m.steps)
+    med = statistics.median
+    return ScenarioBaseline(
+        stages_ms={s: med([st[s] for st in m.stages if s in st]) for s in stages},
+        denoise_step_ms={str(i): med([x[i] for x in m.steps if len(x) > i]) for i in range(steps)},
+        expected_e2e_ms=med(m.e2e_ms),
+        expected_avg_denoise_ms=med([statistics.fmean(x) for x in m.steps]),
+        expected_median_denoise_ms=med([med(x) for x in m.steps]),
+        expected_load_ms=med(m.load_ms) if m.load_ms else None,
+    )
+
+
+def run_live(a: argparse.Namespace) -> int:
+    """Live trials on the reference server: A/B, static mode and SGLang's rule on the same candidate servers."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on kill, too
+    cases = load_cases(REPO / "data" / "cases.json")
+    case = cases[a.live_case].model_copy(update={"perf_warmup_requests": 1})
+    launcher = get_launcher("reference")
+    spec = ServerSpec.for_case(case, launcher.name)
+    design, policy, spolicy, preset = ABDesign(), VerdictPolicy(), StaticPolicy(), get_preset("sglang")
+    fractions = json.loads(BUNDLED_BASELINES.read_text())["sampling"]["step_fractions"]
+    profiles = {"SGLang pr_test": SGLANG_PR_TEST, "bundled pr_test": bundled_tolerances("pr_test")}
+    effects = [e for e in LIVE_EFFECTS if not a.live_effects or e.label in a.live_effects.split(",")]
+    t0 = time.monotonic()
+    rows: list[dict[str, Any]] = []
+    aa_logs: dict[str, list[list[float]]] = {"e2e": [], stage_name(DENOISING_STAGE): []}
+    with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
+        reference = ServerPool(Path(tmp) / "reference", 600, launcher=launcher)
+        try:
+            server = reference.get(spec)
+            samples = measure(
+                server, launcher, case.model_copy(update={"perf_repeat_requests": BASELINE_REQUESTS}), 600
+            )
+            records = [x.record for x in samples if x.record is not None]
+            stored = Measurement.from_records(records, load_ms=server.load_ms)
+        finally:
+            reference.release()
+        baseline = median_baseline(stored)
+        e2e_ms, stage_ms = baseline.expected_e2e_ms, {k: v or 0.0 for k, v in baseline.stages_ms.items()}
+        print(f"# bench_verdicts --live: case {case.id}, {a.live_trials} trials per effect, seed {a.seed}")
+        print(f"- stored baseline: median of {BASELINE_REQUESTS} requests of one fresh server: e2e {e2e_ms:.1f} ms, "
+              f"DenoisingStage {stage_ms[DENOISING_STAGE]:.1f} ms, DecodingStage {stage_ms['DecodingStage']:.1f} ms")  # fmt: skip
+        for effect in effects:
+            args = effect.args(e2e_ms, stage_ms)
+            sides: dict[Side, SideServer] = {
+                "base": resolve_side("base", parse_side_spec("current", "live"), launcher, "live"),
+                "candidate": resolve_side(
+                    "candidate", parse_side_spec(f"args={args}" if args else "current", "live"), launcher, "live"
+                ),
+            }
+            pools: dict[Side, ServerPool] = {
+                side: ServerPool(Path(tmp) / effect.label.replace(" ", "_") / side, 600, launcher=sides[side].launcher)
+                for side in SIDES
+            }
+            for trial in range(a.live_trials):
+                servers = ABServers(sides, pools, case, spec, case.timeout_s or 600)
+                try:
+                    row = live_trial(servers, design_for(replace(design, seed=a.seed), f"{effect.label}:{trial}"),
+                                     policy, spolicy, baseline, profiles, preset, fractions, aa_logs if effect.stage is None else None)  # fmt: skip
+                finally:
+                    servers.close()
+                row.update({"effect": effect.label, "trial": trial, "candidate_args": args, "load": os.getloadavg()[0]})
+                rows.append(row)
+                print(f"  {effect.label} trial {trial + 1}: A/B {row['ab_verdict']} after {row['ab_requests']} requests "
+                      f"({row['ab_wall_s']:.0f} s); static {row['static']['bundled pr_test']['verdict']}; "
+                      f"SGLang {'fail' if row['sglang']['SGLang pr_test'] else 'pass'} ({time.monotonic() - t0:.0f} s)",
+                      flush=True)  # fmt: skip
+    print_live(rows, effects, profiles, a.live_trials, design)
+    noise = {}
+    for name, logs in aa_logs.items():
+        if len(logs) >= 2:
+            est = estimate_noise(logs)
+            noise[name] = {"between": est.between, "within": est.within, "process_pairs": est.process_pairs}
+            prior = policy.spec(name).noise
+            print(f"- live A/A noise, {name}: between {est.between:.3f} (prior {prior.between}), "
+                  f"within {est.within:.3f} (prior {prior.within}), {est.process_pairs} process pairs")  # fmt: skip
+    print(f"\n(wall {time.monotonic() - t0:.0f} s)")
+    if a.json:
+        a.json.write_text(
+            json.dumps({"case": case.id, "baseline": baseline.model_dump(), "rows": rows, "noise": noise}, indent=1)
+        )
+    return 0
+
+
+def live_trial(
+    servers: ABServers,
+    design: ABDesign,
+    policy: VerdictPolicy,
+    spolicy: StaticPolicy,
+    baseline: ScenarioBaseline,
+    profiles: Mapping[str, Tolerances],
+    preset: Preset,
+    fractions: Sequence[float],
+    aa_logs: dict[str, list[list[float]]] | None,
+) -> dict[str, Any]:
+    """One trial: process pairs until A/B has stopped and static mode (on the candidate servers) too."""
+    pairs: list[ProcessPairSamples] = []
+    candidates: list[Measurement] = []
+    static_cost: list[float] = []
+    ab_result: ABResult | None = None
+    ab_wall = 0.0
+    static: dict[str, dict[str, Any]] = {}
+    started = time.monotonic()
+    while ab_result is None or len(static) < len(profiles):
+        index = len(pairs)
+        run = servers.measure_pair(index, design.orders(index), design.start_order(index))
+        pairs.append(pair_samples(run))
+        records = [x.record for x in run.samples["candidate"] if x.record is not None]
+        candidates.append(Measurement.from_records(records, load_ms=run.load_ms["candidate"]))
+        ready = next(float(s["ready_s"]) for s in run.servers if s["side"] == "candidate")
+        client = statistics.median(x.client_ms for x in run.samples["candidate"]) / 1000
+        static_cost.append(ready + client * (len(records) + 1))  # its start, warmup and requests
+        if ab_result is None:
+            result = analyse(pairs, design, policy, denoising=pairs[-1].denoising or {DENOISING_STAGE})
+            decision = design.decide(len(pairs), result.verdict)
+            if decision.stop:
+                ab_result, ab_wall = replace(result, stop=decision.reason), time.monotonic() - started
+        for profile, tol in profiles.items():
+            if profile not in static:
+                judged = judge_noisy("live", baseline, candidates, tol, preset, fractions, spolicy, sum(static_cost))
+                if not judged.remeasure:
+                    noise = judged.result.noise
+                    named = noise.attribution.named if noise and noise.attribution else []
+                    static[profile] = {
+                        "verdict": judged.result.verdict,
+                        "named": named,
+                        "attempts": len(candidates),
+                        "requests": sum(len(m.e2e_ms) for m in candidates),
+                        "wall_s": sum(static_cost),
+                    }
+    first = candidates[0]  # SGLang's rule: the first measured request of the first fresh candidate server
+    single = Measurement(first.e2e_ms[:1], first.steps[:1], first.stages[:1], first.denoising_stages, first.load_ms)
+    sglang = {
+        profile: any(
+            r.verdict == "fail"
+            for r in evaluate(baseline, single, tol, preset, step_fractions=fractions)
+            if r.check.unit == "ms"
+        )
+        for profile, tol in profiles.items()
+    }
+    if aa_logs is not None:
+        for name in aa_logs:
+            for p in pairs:
+                logs = [
+                    math.log(c[name] / b[name])
+                    for b, c in zip(p.base, p.candidate, strict=True)
+                    if name in b and name in c
+                ]
+                aa_logs[name].append(logs)
+    attribution = ab_result.attribution
+    return {
+        "ab_verdict": ab_result.verdict,
+        "ab_named": list(attribution.named) if attribution and ab_result.verdict in ("regressed", "improved") else [],
+        "ab_process_pairs": ab_result.process_pairs,
+        "ab_requests": ab_result.requests,
+        "ab_wall_s": ab_wall,
+        "e2e_ratio": ab_result.metrics["e2e"].ratio,
+        "static": static,
+        "sglang": sglang,
+        "process_pairs_run": len(pairs),
+    }
+
+
 # ------------------------------------------------------------------------------------- report
 def ab_row(kind: str, effect: Effect, o: ABOutcome, m: int, e2e_ms: float, start_s: float) -> dict[str, Any]:
     n = len(o.verdicts)
@@ -523,6 +779,47 @@ def print_ab(rows: Sequence[dict[str, Any]], title: str) -> None:
         )
 
 
+def print_live(
+    rows: Sequence[dict[str, Any]],
+    effects: Sequence[LiveEffect],
+    profiles: Mapping[str, Tolerances],
+    trials: int,
+    design: ABDesign,
+) -> None:
+    print(
+        f"\n### Live: A/B (default design: m={design.request_pairs}, up to {design.process_pair_budget} process pairs), "
+        f"static mode and SGLang's rule on the same candidate servers, {trials} trials per effect\n"
+    )
+    print("| effect | A/B regressed [95 % CI] | A/B stage named | A/B unchanged / inconclusive | A/B requests (mean) | A/B wall s (mean) | "
+          + " | ".join(f"static {p}: fail / pass / inconclusive, named, requests, wall s | SGLang {p}: fail" for p in profiles) + " |")  # fmt: skip
+    print("|---" * (6 + 2 * len(profiles)) + "|")
+    for effect in effects:
+        rs = [r for r in rows if r["effect"] == effect.label]
+        if not rs:
+            continue
+        n = len(rs)
+        reg = sum(r["ab_verdict"] == "regressed" for r in rs)
+        lo, hi = wilson(reg / n, n)
+        named_ = "-" if effect.stage is None else f"{sum(effect.stage in r['ab_named'] for r in rs)}/{n}"
+        cells = [
+            effect.label,
+            f"{reg}/{n} [{100 * lo:.0f}, {100 * hi:.0f} %]",
+            named_,
+            f"{sum(r['ab_verdict'] == 'unchanged' for r in rs)} / {sum(r['ab_verdict'] == 'inconclusive' for r in rs)}",
+            f"{statistics.fmean(r['ab_requests'] for r in rs):.1f}",
+            f"{statistics.fmean(r['ab_wall_s'] for r in rs):.0f}",
+        ]
+        for p in profiles:
+            st = [r["static"][p] for r in rs]
+            named_s = "-" if effect.stage is None else f"{sum(effect.stage in x['named'] for x in st)}/{n}"
+            counts = " / ".join(str(sum(x["verdict"] == v for x in st)) for v in ("fail", "pass", "inconclusive"))
+            cells.append(
+                f"{counts}, {named_s}, {statistics.fmean(x['requests'] for x in st):.1f}, {statistics.fmean(x['wall_s'] for x in st):.0f}"
+            )
+            cells.append(f"{sum(r['sglang'][p] for r in rs)}/{n}")
+        print("| " + " | ".join(cells) + " |")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -543,15 +840,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sections", default="noise,ab,stress,designs,static,coverage")
     ap.add_argument("--json", type=Path, help="write every figure here")
     ap.add_argument(
-        "--live", action="store_true", help="(phase 2) run reference servers with --inject-delay instead of resampling"
+        "--live", action="store_true", help="run reference servers with --inject-delay instead of resampling"
     )
+    ap.add_argument("--live-trials", type=int, default=4, help="live trials per effect")
+    ap.add_argument("--live-case", default="flux_tiny_t2i", help="the bundled case the live trials serve")
+    ap.add_argument("--live-effects", default="", help="comma-separated effect labels (default: all)")
     a = ap.parse_args(argv)
     if a.live:
-        print(
-            "--live is not implemented yet: it needs the A/B orchestrator (phase 2). Use the resampling mode.",
-            file=sys.stderr,
-        )
-        return 2
+        return run_live(a)
     sections = set(a.sections.split(","))
     rows: list[dict[str, Any]]
     t0 = time.monotonic()
@@ -649,52 +945,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = []
         sets = [("A/B processes", kind, pool) for kind, pool in pools.items()]
         sets += [("single-process sets", kind, single_pool(a.data, kind)) for kind in ("flux", "sd")]
-        for label, kind, pool in sets:
-            rng = np.random.default_rng(a.seed + 1000)
-            attempts = max(SGLANG_ATTEMPTS, spolicy.max_attempts)
-            base_p, base_start, cand, req = draw_static(pool, a.trials, attempts, a.static_requests, rng)
-            checks = baseline_checks(pool, base_p, base_start, SGLANG_PR_TEST)
-            pick = rng.integers(pool.requests, size=cand.shape)
-            e2e_ms = float(np.median(pool.metrics["e2e"]))
-            for effect in EFFECTS:
-                so = simulate_static(
-                    pool, effect, checks, cand[:, : spolicy.max_attempts], req[:, : spolicy.max_attempts], spolicy
-                )
-                go = simulate_sglang(pool, effect, checks, cand[:, :SGLANG_ATTEMPTS], pick[:, :SGLANG_ATTEMPTS])
-                n = a.trials
-                rows.append(
-                    {
-                        "set": label,
-                        "kind": kind,
-                        "effect": effect.label,
-                        "trials": n,
-                        "checks": len(checks.names),
-                        "static_fail": float((so.verdicts == FAIL).mean()),
-                        "static_pass": float((so.verdicts == PASS).mean()),
-                        "static_inconclusive": float((so.verdicts == STATIC_VERDICTS.index("inconclusive")).mean()),
-                        "static_e2e_fail": float(so.e2e_fail.mean()),
-                        "static_requests": float(so.requests.mean()),
-                        "static_attempts": float(so.attempts.mean()),
-                        "static_wall_s": float((so.requests * e2e_ms / 1000 + so.attempts * a.start_s).mean()),
-                        "sglang_fail": float(go.fail_once.mean()),
-                        "sglang_e2e_fail": float(go.e2e_fail_once.mean()),
-                        "sglang_retried_fail": float(go.fail_retried.mean()),
-                        "sglang_attempts": float(go.attempts.mean()),
-                    }
-                )
+        profiles = [
+            ("SGLang pr_test", SGLANG_PR_TEST, a.static_requests),
+            ("bundled pr_test", bundled_tolerances("pr_test"), BUNDLED_REQUESTS),
+        ]
+        for profile, tolerances, n_requests in profiles:
+            for label, kind, pool in sets:
+                rng = np.random.default_rng(a.seed + 1000)
+                attempts = max(SGLANG_ATTEMPTS, spolicy.max_attempts)
+                base_p, base_start, cand, req = draw_static(pool, a.trials, attempts, n_requests, rng)
+                checks = baseline_checks(pool, base_p, base_start, tolerances)
+                pick = rng.integers(pool.requests, size=cand.shape)
+                e2e_ms = float(np.median(pool.metrics["e2e"]))
+                for effect in EFFECTS:
+                    so = simulate_static(
+                        pool, effect, checks, cand[:, : spolicy.max_attempts], req[:, : spolicy.max_attempts], spolicy
+                    )
+                    go = simulate_sglang(pool, effect, checks, cand[:, :SGLANG_ATTEMPTS], pick[:, :SGLANG_ATTEMPTS])
+                    n = a.trials
+                    rows.append(
+                        {
+                            "profile": profile,
+                            "requests_per_attempt": n_requests,
+                            "set": label,
+                            "kind": kind,
+                            "effect": effect.label,
+                            "trials": n,
+                            "checks": len(checks.names),
+                            "static_fail": float((so.verdicts == FAIL).mean()),
+                            "static_pass": float((so.verdicts == PASS).mean()),
+                            "static_inconclusive": float((so.verdicts == STATIC_VERDICTS.index("inconclusive")).mean()),
+                            "static_e2e_fail": float(so.e2e_fail.mean()),
+                            "static_requests": float(so.requests.mean()),
+                            "static_attempts": float(so.attempts.mean()),
+                            "static_wall_s": float((so.requests * e2e_ms / 1000 + so.attempts * a.start_s).mean()),
+                            "sglang_fail": float(go.fail_once.mean()),
+                            "sglang_e2e_fail": float(go.e2e_fail_once.mean()),
+                            "sglang_retried_fail": float(go.fail_retried.mean()),
+                            "sglang_attempts": float(go.attempts.mean()),
+                        }
+                    )
         print(
             f"\n### Static mode and SGLang's rule against a stored baseline (median of {BASELINE_REQUESTS} requests of another process), {a.trials} trials per row\n"
         )
         print(
-            f"Static: {a.static_requests} requests per fresh server, up to {spolicy.max_attempts} servers while not passing, all {rows[0]['checks']} timing checks of `plan_checks` (SGLang pr_test tolerances). SGLang: one request; retried: fails only if {SGLANG_ATTEMPTS} attempts all fail.\n"
+            f"Static: n requests per fresh server (SGLang pr_test: {a.static_requests}; the bundled suite's profile: {BUNDLED_REQUESTS}, as its cases), re-measured on up to {spolicy.max_attempts} servers while `remeasure` says so, all {rows[0]['checks']} timing checks of `plan_checks`. SGLang: one request; retried: fails only if {SGLANG_ATTEMPTS} attempts all fail.\n"
         )
         print(
-            "| data | set | effect | static fail % [95 % CI] | static pass % | static inconclusive % | static requests | SGLang fail % (any check) | SGLang e2e check fail % | SGLang with retries fail % |"
+            "| tolerances | data | set | effect | static fail % [95 % CI] | static pass % | static inconclusive % | static requests | fresh servers | SGLang fail % (any check) | SGLang e2e check fail % | SGLang with retries fail % |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(
-                f"| {r['set']} | {r['kind']} | {r['effect']} | {rate(r['static_fail'], r['trials'])} | {100 * r['static_pass']:.1f} | {100 * r['static_inconclusive']:.1f} | {r['static_requests']:.1f} | {rate(r['sglang_fail'], r['trials'])} | {100 * r['sglang_e2e_fail']:.1f} | {100 * r['sglang_retried_fail']:.1f} |"
+                f"| {r['profile']} | {r['set']} | {r['kind']} | {r['effect']} | {rate(r['static_fail'], r['trials'])} | {100 * r['static_pass']:.1f} | {100 * r['static_inconclusive']:.1f} | {r['static_requests']:.1f} | {r['static_attempts']:.2f} | {rate(r['sglang_fail'], r['trials'])} | {100 * r['sglang_e2e_fail']:.1f} | {100 * r['sglang_retried_fail']:.1f} |"
             )
         out["static"] = rows
 

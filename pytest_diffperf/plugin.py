@@ -35,6 +35,10 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
 def pytest_configure(config: pytest.Config) -> None:
     regen = requested(config)
     if not (config.getoption("diffperf") or config.getini("diffperf") or regen or ground_truth_requested(config)):
+        if config.getoption("diffperf_dry_run"):
+            raise pytest.UsageError(
+                "diffperf: --diffperf-dry-run: plans a run's scenarios: pass --diffperf PROFILE too"
+            )
         return
     from .suite.regen import start_regen
     from .suite.report import ResultsCollector
@@ -56,6 +60,13 @@ def pytest_configure(config: pytest.Config) -> None:
     artifacts = session.consistency.artifacts_dir if session.consistency else None
     collector = ResultsCollector(session.header(), session.settings.diffperf_json, artifacts)
     config.pluginmanager.register(collector, "diffperf-results")
+    from .suite.unmatched import UnmatchedReport
+
+    config.pluginmanager.register(UnmatchedReport(session), "diffperf-unmatched")
+    if session.settings.diffperf_dry_run:
+        from .suite.dryrun import DryRun
+
+        config.pluginmanager.register(DryRun(session), "diffperf-dry-run")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -103,6 +114,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
         report.longrepr = scenario_longrepr(item, call.excinfo) or report.longrepr
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    """A scenario whose verdict is inconclusive and did not fail the run shows as INCONCLUSIVE, counted as such."""
+    if report.when == "call" and report.passed and ("diffperf_outcome", "inconclusive") in report.user_properties:
+        return "inconclusive", "?", "INCONCLUSIVE"
+    return None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

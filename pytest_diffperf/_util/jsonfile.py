@@ -92,6 +92,8 @@ def describe_errors(exc: ValidationError, prefix: str = "") -> list[tuple[str, s
         path = ".".join(([prefix] if prefix else []) + (loc[:-1] if is_key else loc))
         if err["type"] == "missing":
             message = "required key is missing"
+        elif err["type"] == "extra_forbidden":
+            message = "unknown key"
         elif is_key:
             message = f"expected a step index (a non-negative integer), got key {err['input']!r}"
         else:

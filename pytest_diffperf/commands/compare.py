@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shlex
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -17,9 +16,11 @@ from ..cases import load_case_file
 from ..compare import history
 from ..compare.engine import Run, comparison_document, plan_runs, run_all
 from ..errors import DiffperfError
-from ..serving.pool import ServerPool
+from ..serving import preview
+from ..serving.pool import ServerPlan, ServerPool
+from ..serving.process import ServerPorts
 
-DRY_RUN_PORT = 30000
+DRY_RUN_PORTS = ServerPorts(30000, 30002, 30003)  # shown by the dry run (a run takes free ones)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -165,20 +166,22 @@ def _warn(message: str) -> None:
 
 
 def print_dry_run(runs: list[Run], repeats: int, log_dir: Path) -> None:
-    """Each run's server command, environment and request, as they would be; nothing is started."""
+    """Each run's server command (the pool's, ``server_command``), environment and request; nothing is started."""
+    ports = DRY_RUN_PORTS
     print(f"dry run: {len(runs)} run(s) of 1 warmup + {repeats} measured request(s); nothing is started")
-    print(f"(each server gets a free port, {DRY_RUN_PORT} is shown; logs go in a new folder under {log_dir})")
+    print(
+        f"(each server gets free ports; shown: {ports.http} for HTTP, and {ports.scheduler} and {ports.master} for "
+        f"SGLang's scheduler and master; logs go in a new folder under {log_dir})"
+    )
+    pool = ServerPool(log_dir / "<run>", startup_timeout=0.0)  # plans only: the same command and env as a run's
     previous, servers = None, 0
     for run in runs:
-        print(f"\n{run.label}: {run.case.model}, {run.case.task}")
-        if run.spec == previous:
-            print("  server:  the one above (same settings)")
-        else:
+        server: ServerPlan | str = "above"
+        if run.spec != previous:
             servers += 1
-            env = run.launcher.env(run.spec, log_dir / "<run>" / f"server-{servers}")
-            print(f"  server:  {shlex.join(run.launcher.command(run.spec, DRY_RUN_PORT))}")
-            print(f"  env:     {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())}")
-        print(f"  request: {run.launcher.preview(run.case)}")
+            server = pool.plan(run.spec, servers, ports)
+        title = f"\n{run.label}: {run.case.model}, {run.case.task}"
+        print("\n".join(preview.block(title, server, run.launcher.preview(run.case))))
         previous = run.spec
 
 

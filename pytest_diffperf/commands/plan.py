@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cases import load_cases
+from ..cases import CaseFile, load_case_file
 from ..errors import DiffperfError
 from ..perf.baselines import load_baselines, select_scenarios
 from ..serving.launchers import get_launcher, group_key
@@ -41,9 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     limits = _limits(args)
     baselines = load_baselines(args.baselines, args.hardware)
-    cases = load_cases(Path(args.cases)) if args.cases else {}
+    case_file = load_case_file(Path(args.cases), args.hardware) if args.cases else CaseFile(cases=[])
+    cases = {case.id: case for case in case_file.cases}
     get_launcher(args.server)  # an unknown launcher fails here, as in pytest
-    ids = select_scenarios(baselines, cases, args.hardware)
+    ids = select_scenarios(baselines, cases, args.hardware, [entry.id for entry in case_file.not_expressible])
     groups = server_groups(ids, baselines.scenarios, group_key(cases, args.server))
     total = sum(g.cost_s for g in groups)
     n = args.shards if args.shards is not None else choose_count(total, len(groups), **limits)

@@ -1,0 +1,1 @@
+"""Performance: SGLang's baseline files (schema, loader, lint), what a run measured, and the limit engine."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,15 +163,19 @@ def runner_overrides(doc: dict[str, Any], runner_name: str) -> tuple[str | None,
     return None, {}
 
 
-def select_scenarios(baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None) -> list[str]:
-    """Baseline scenarios of this hardware in file order, then cases that have no baseline yet.
+def select_scenarios(
+    baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None, skipped: Sequence[str] = ()
+) -> list[str]:
+    """Baseline scenarios of this hardware in file order, then cases that have no baseline yet, then the
+    ``skipped`` ids (cases collected only to be skipped, such as SGLang's not expressible ones) that have none.
 
     NPU/MUSA fragment scenarios run on their own platform only, and only they run there.
     """
     platform = canonical_platform(hardware) if hardware else None
     wanted = platform if platform in FRAGMENT_PLATFORMS else None
     ids = [sid for sid in baselines.scenarios if _fragment_of(baselines, sid) == wanted]
-    return ids + [cid for cid in cases if cid not in baselines.scenarios]
+    ids += [cid for cid in cases if cid not in baselines.scenarios]
+    return ids + [sid for sid in skipped if sid not in baselines.scenarios and sid not in cases]
 
 
 def _fragment_of(baselines: BaselineSet, scenario_id: str) -> str | None:

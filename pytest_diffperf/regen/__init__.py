@@ -1,0 +1,1 @@
+"""Baseline regeneration: the one rule (policy), the locked JSON writer, the regenerator and its summary."""

@@ -67,7 +67,7 @@ class Regenerator:
                 f"regeneration measures cases and {where}: pass --diffperf-cases FILE (or set diffperf_cases)",
                 source="--regen-baselines",
             )
-        ran = [sid for sid in scenario_ids if sid in cases and cases[sid].run_perf_check]
+        ran = [sid for sid in scenario_ids if sid in cases]  # run_perf_check false too: SGLang regenerates those
         on = f"{device} ({measured or 'platform unknown'})" if device else ""
         targets = {target_file(baselines, hardware, sid) for sid in scenario_ids if sid in cases}
         warnings = check_platforms(targets, hardware, device or "an unknown device", measured, force)

@@ -2,6 +2,8 @@
 
 The performance verdict and the consistency status are judged separately; ``outcome`` combines
 them into the one word the summary table, JUnit, ``diffperf merge`` and every exit code use.
+An A/B run (``--diffperf-base``) adds its ratios, intervals, verdicts and stage attribution
+(``ab``); a static run judged with the run's noise adds each timing check's interval (``noise``).
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..consistency.result import Status as ConsistencyStatus
 from ..perf.limits import CheckKind, CheckVerdict
+from ..verdicts.vocab import StaticVerdict, StopReason, Verdict
 
 RESULTS_VERSION = 2  # 2: "case" became "scenario"; every scenario carries its outcome
 
-# The performance verdict of a scenario.
-ScenarioVerdict = Literal["pass", "fail", "unguarded", "unjudged", "error", "skipped"]
-# Performance and consistency together; "fail" and "error" fail the run.
-Outcome = Literal["pass", "fail", "error", "skipped", "unguarded", "unjudged"]
+# The performance verdict of a scenario; "inconclusive": the evidence supports neither a pass nor a fail.
+ScenarioVerdict = Literal["pass", "fail", "inconclusive", "unguarded", "unjudged", "error", "skipped"]
+# Performance and consistency together; "fail" and "error" fail the run; whether "inconclusive" does
+# is the run's choice (--diffperf-inconclusive), it is never counted as a pass or a fail.
+Outcome = Literal["pass", "fail", "inconclusive", "error", "skipped", "unguarded", "unjudged"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 FAILING: frozenset[Outcome] = frozenset({"fail", "error"})
 
@@ -32,7 +36,9 @@ def combine(verdict: ScenarioVerdict, consistency: ConsistencyStatus | None) -> 
         return "fail"
     if verdict in ("skipped", "unjudged") and not compared:
         return verdict
-    return "unguarded" if verdict == "unguarded" else "pass"
+    if verdict in ("inconclusive", "unguarded"):
+        return verdict
+    return "pass"
 
 
 class CheckRecord(BaseModel):
@@ -50,6 +56,105 @@ class CheckRecord(BaseModel):
     verdict: CheckVerdict
 
 
+class ABMetricRecord(BaseModel):
+    """One metric of an A/B run: the candidate/base ratio, its interval and verdict (None: not measured)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    gated: bool
+    tolerance: float
+    ratio: float | None
+    low: float | None
+    high: float | None
+    verdict: Verdict
+    base_ms: float | None  # medians of the requests (load: of the processes)
+    candidate_ms: float | None
+    process_pairs: int
+    request_pairs: int
+    noisier_than_prior: bool = False
+    # the run's own noise (verdicts.noise.estimate_noise, from 2 process pairs on): an A/A run's calibration
+    between: float | None = None
+    within: float | None = None
+
+
+class StageShareRecord(BaseModel):
+    """One stage's change and its share of e2e's change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str
+    ratio: float | None
+    low: float | None
+    high: float | None
+    delta_ms: float | None
+    share: float | None  # None when e2e did not change
+    named: bool
+
+
+class AttributionRecord(BaseModel):
+    """e2e's change and the stages that explain it (``named``, largest share first)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ratio: float | None
+    low: float | None
+    high: float | None
+    delta_ms: float | None
+    named: list[str]
+    stages: list[StageShareRecord]
+
+
+class ABRecord(BaseModel):
+    """A scenario's A/B run against a base build: the verdict, every metric, the attribution and the cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Verdict
+    headline: str  # "regressed: e2e +12.0 % [+8.0, +16.0], DenoisingStage +15.0 % explains 94 % (...)"
+    base: str  # the --diffperf-base SPEC
+    candidate: str  # the --diffperf-candidate SPEC
+    process_pairs: int
+    requests: int  # measured requests, both sides
+    wall_s: float  # from the first server start to the last request, servers' starts included
+    stop: StopReason | None
+    metrics: list[ABMetricRecord]
+    attribution: AttributionRecord | None = None
+    servers: list[dict[str, Any]] = Field(default_factory=list)  # side, process pair, pid, port, load_ms, log
+
+    def metric(self, name: str) -> ABMetricRecord | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+class NoisyCheckRecord(BaseModel):
+    """One timing check judged with the run's noise: the interval on its true value against the limit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    actual: float
+    low: float
+    high: float
+    expected: float
+    limit: float
+    verdict: StaticVerdict
+    processes: int
+    requests: int
+
+
+class NoiseRecord(BaseModel):
+    """A static run judged with its noise: the timing checks' intervals, and what it cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: StaticVerdict
+    attempts: int  # fresh servers measured (re-measures included)
+    requests: int
+    wall_s: float
+    checks: list[NoisyCheckRecord]
+    attribution: AttributionRecord | None = None  # of a failing e2e check: the stages that explain it
+
+
 class ScenarioResult(BaseModel):
     """One scenario: its per-request rows, every check, its verdicts and the server that ran it."""
 
@@ -63,6 +168,8 @@ class ScenarioResult(BaseModel):
     message: str = ""
     server: dict[str, Any] | None = None  # pid, port, load_ms and log of the server that ran it
     consistency: dict[str, Any] | None = None  # the output-vs-ground-truth result, when compared
+    ab: ABRecord | None = None  # the A/B run against a base build (--diffperf-base)
+    noise: NoiseRecord | None = None  # the static checks judged with the run's noise
 
     @field_validator("consistency")
     @classmethod

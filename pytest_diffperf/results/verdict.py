@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..cases import Case
@@ -21,6 +21,9 @@ from .tables import format_failures
 JUDGED = {"e2e": "e2e_ms", "load": "load_ms", "avg_denoise": "avg_step_ms", "median_denoise": "median_step_ms"}
 
 PERF_PREFIX = "PERFORMANCE:"  # consistency failures start with "CONSISTENCY:" instead
+# What SGLang judges of a case with run_perf_check false: "disabling stage checks must not disable the
+# request's e2e guard" (test_server_common.py:470-472).
+E2E_AND_LOAD: tuple[limits.CheckKind, ...] = ("e2e", "load")
 
 
 class ScenarioFailure(DiffperfFailure):
@@ -86,9 +89,18 @@ def judge_scenario(
     tolerances: Tolerances,
     preset: limits.Preset,
     step_fractions: Sequence[float],
+    *,
+    kinds: Collection[limits.CheckKind] | None = None,
+    vram: bool = True,
+    host_anon: bool = True,
 ) -> ScenarioResult:
-    """Every check of the scenario, and its verdict: fail when a check failed or is missing."""
-    results = limits.evaluate(baseline, measurement, tolerances, preset, step_fractions=step_fractions)
+    """Every check of the scenario (of ``kinds`` only, when given), and its verdict: fail when a check failed or is
+    missing. ``vram``/``host_anon``: whether the platform's memory figures are judged (``limits.plan_checks``)."""
+    results = limits.evaluate(
+        baseline, measurement, tolerances, preset, step_fractions=step_fractions, vram=vram, host_anon=host_anon
+    )
+    if kinds is not None:
+        results = [r for r in results if r.check.kind in kinds]
     checks = [
         CheckRecord(
             name=r.check.name,

@@ -1,0 +1,1 @@
+"""Starting servers and talking to them: launchers, the HTTP client, processes, the pool, measuring."""

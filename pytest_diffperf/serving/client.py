@@ -88,6 +88,16 @@ def endpoint(case: Case) -> str:
     return protocol.IMAGE_EDITS_PATH if case.task == "image-edit" else protocol.IMAGES_PATH
 
 
+def describe_request(case: Case) -> str:
+    """What ``generate`` posts for ``case``, on one line: the path and the JSON body, or the multipart fields as sent
+    (strings; JSON for the rest) and the file part's field and reference image (a URL is downloaded when sent)."""
+    body = request_body(case)
+    if not isinstance(case.reference_image, str):
+        return f"POST {endpoint(case)} {json.dumps(body)}"
+    fields = {name: value for name, (_filename, value) in multipart_fields(body).items()}
+    return f"POST {endpoint(case)} multipart fields {json.dumps(fields)} file {file_field(case)}={case.reference_image}"
+
+
 def generate(base_url: str, case: Case, timeout: float) -> Output:
     deadline = time.monotonic() + timeout
     output = _video(base_url, case, deadline) if case.is_video else _image(base_url, case, deadline)

@@ -9,7 +9,6 @@ call ``register_launcher``, or are declared in the ``pytest_diffperf.launchers``
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 import sys
@@ -71,6 +70,12 @@ class Launcher:
     def program(self) -> list[str]:
         return ["sglang"]
 
+    def program_in(self, python: str) -> list[str]:
+        """The program as another Python environment installs it (``--diffperf-base python=...``):
+        its console script next to that interpreter."""
+        first, *rest = self.program()
+        return [str(Path(python).parent / first), *rest]
+
     def command(self, spec: ServerSpec, port: int) -> list[str]:
         """SGLang's test command (``test_server_common.py``'s fixture and ``ServerManager``), flag for flag.
 
@@ -116,9 +121,8 @@ class Launcher:
         return client.generate(base_url, case, timeout)
 
     def preview(self, case: Case) -> str:
-        """What ``request`` sends for ``case``, as one line of text (for ``diffperf compare --dry-run``)."""
-        image = f" (multipart, with {case.reference_image})" if isinstance(case.reference_image, str) else ""
-        return f"POST {client.endpoint(case)} {json.dumps(client.request_body(case))}{image}"
+        """What ``request`` sends for ``case``, as one line of text (for the dry runs)."""
+        return client.describe_request(case)
 
 
 class ReferenceLauncher(Launcher):
@@ -128,6 +132,9 @@ class ReferenceLauncher(Launcher):
 
     def program(self) -> list[str]:
         return [sys.executable, "-m", "pytest_diffperf.refserver"]
+
+    def program_in(self, python: str) -> list[str]:
+        return [python, "-m", "pytest_diffperf.refserver"]
 
 
 LAUNCHERS: dict[str, Launcher] = {}

@@ -78,30 +78,46 @@ def measure(
     ``RequestError``; given ``on_missing_record``, a measured request's is reported to it as (request
     index, error) instead, the sample's record is None, and warmups are not awaited.
     """
+    warm_up(server, launcher, case, timeout, await_records=on_missing_record is None)
+    return [
+        measure_request(server, launcher, case, timeout, i, on_missing_record) for i in range(case.perf_repeat_requests)
+    ]
+
+
+def warm_up(
+    server: ServerProcess, launcher: Launcher, case: Case, timeout: float, *, await_records: bool = True
+) -> None:
+    """The case's ``perf_warmup_requests`` unmeasured requests (each record awaited and checked, see ``measure``)."""
     for n in range(case.perf_warmup_requests):
         what = f"warmup request {n + 1}"
         output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, what)
-        if launcher.writes_perf_log and on_missing_record is None:
+        if launcher.writes_perf_log and await_records:
             warmup = _record(server, output, what)
             if not warmup.total_duration_ms > 0:
                 raise RequestError(f"logged total_duration_ms {warmup.total_duration_ms} for {what}", server.snapshot())
-    samples = []
-    for index in range(case.perf_repeat_requests):
-        started = time.perf_counter()
-        output = watched(
-            server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"request {index + 1}"
-        )
-        client_ms = (time.perf_counter() - started) * 1000
-        record = None
-        if launcher.writes_perf_log:
-            try:
-                record = _record(server, output, f"request {index + 1}")
-            except RequestError as exc:
-                if on_missing_record is None:
-                    raise
-                on_missing_record(index, exc)
-        samples.append(Sample(index, output, record, client_ms))
-    return samples
+
+
+def measure_request(
+    server: ServerProcess,
+    launcher: Launcher,
+    case: Case,
+    timeout: float,
+    index: int,
+    on_missing_record: Callable[[int, RequestError], None] | None = None,
+) -> Sample:
+    """One measured request (``index``: 0-based, for messages and rows) and its perf record (see ``measure``)."""
+    started = time.perf_counter()
+    output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"request {index + 1}")
+    client_ms = (time.perf_counter() - started) * 1000
+    record = None
+    if launcher.writes_perf_log:
+        try:
+            record = _record(server, output, f"request {index + 1}")
+        except RequestError as exc:
+            if on_missing_record is None:
+                raise
+            on_missing_record(index, exc)
+    return Sample(index, output, record, client_ms)
 
 
 def _record(server: ServerProcess, output: Output, what: str) -> protocol.PerfRecord:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .launchers import ServerSpec, get_launcher
-from .process import PROGRESS_EVERY_S, ServerError, ServerProcess, server_ports, short_command
+from .launchers import Launcher, ServerSpec, get_launcher
+from .process import PROGRESS_EVERY_S, ServerError, ServerPorts, ServerProcess, server_ports, short_command
 
 
 @dataclass
@@ -24,6 +24,16 @@ class ServerStart:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class ServerPlan:
+    """What a server start runs: its command, the environment added to ours, its ports and its folder."""
+
+    command: list[str]
+    env: dict[str, str]
+    ports: ServerPorts
+    perf_dir: Path
+
+
 @dataclass
 class ServerPool:
     workdir: Path
@@ -31,6 +41,7 @@ class ServerPool:
     progress: Callable[[str], None] = lambda _msg: None
     device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}  # num_gpus -> devices to expose
     ports: range | None = None  # None: any free port
+    launcher: Launcher | None = None  # None: each spec's registered launcher (A/B: one side's)
     progress_every: float = PROGRESS_EVERY_S  # seconds between progress lines while a server loads or a request runs
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
@@ -53,16 +64,22 @@ class ServerPool:
         self.release()
         return self._start(spec)
 
-    def _start(self, spec: ServerSpec) -> ServerProcess:
-        launcher = get_launcher(spec.launcher)
-        number = len(self.launches) + 1
-        perf_dir = self.workdir / f"server-{number}"
-        perf_dir.mkdir(parents=True, exist_ok=True)
-        ports = server_ports(ports=self.ports)
+    def plan(self, spec: ServerSpec, number: int | None = None, ports: ServerPorts | None = None) -> ServerPlan:
+        """The command, environment, ports and folder of start ``number`` (default: the next) of ``spec``'s server,
+        with free ports from the pool's range unless ``ports`` are given. Starts and creates nothing."""
+        launcher = self.launcher or get_launcher(spec.launcher)
+        perf_dir = self.workdir / f"server-{number or len(self.launches) + 1}"
+        ports = ports or server_ports(ports=self.ports)
         env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}
-        server = ServerProcess(launcher.server_command(spec, ports), env, perf_dir / "server.log", ports.http)
+        return ServerPlan(launcher.server_command(spec, ports), env, ports, perf_dir)
+
+    def _start(self, spec: ServerSpec) -> ServerProcess:
+        number = len(self.launches) + 1
+        plan = self.plan(spec, number)
+        plan.perf_dir.mkdir(parents=True, exist_ok=True)
+        server = ServerProcess(plan.command, plan.env, plan.perf_dir / "server.log", plan.ports.http)
         server.label, server.progress, server.progress_every = f"server {number}", self.progress, self.progress_every
-        launch = ServerStart(spec.key, None, ports.http, str(server.log_path))
+        launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path))
         self.launches.append(launch)
         started = time.monotonic()
         gpus = f"{spec.num_gpus} GPU{'s' * (spec.num_gpus != 1)}"

@@ -167,7 +167,7 @@ def load_with_standins(
 
     ``also`` are more files under ``test/server`` (``"test_server_utils.py"``, ...), loaded as their
     module names after the case files; ``extra`` adds stand-ins (see ``standins.standin_modules``).
-    Returns every module loaded, by module name.
+    Returns every module of SGLang's that ran (those files and the ones they imported), by module name.
     """
     notes = [] if notes is None else notes
     modules = standins.standin_modules(source.root, hardware, table=table or task_types.load_table(), extra=extra)
@@ -184,7 +184,8 @@ def load_with_standins(
         files += [(f"{SERVER}.{Path(rel).with_suffix('').as_posix().replace('/', '.')}", Path(rel)) for rel in also]
         for name, rel in files:
             loaded[name] = _run(name, source.server_dir / rel, source.server_dir / rel)
-    return loaded
+        ran = {n: m for n, m in sys.modules.items() if n.startswith("sglang.") and modules.get(n) is not m}
+    return {**ran, **loaded}
 
 
 def _run(name: str, path: Path, shown: Path) -> ModuleType:

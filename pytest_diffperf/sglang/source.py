@@ -32,16 +32,23 @@ class Source:
         return self.server_dir / GPU_CASES
 
 
+def names_installed(path: Path | str) -> bool:
+    """Whether ``path`` is the word ``sglang`` (the installed package, even where a folder of that name exists)
+    or a path named ``sglang`` that does not exist."""
+    path = Path(path)
+    return str(path) == INSTALLED or (path.name == INSTALLED and not path.exists())
+
+
 def is_sglang_source(path: Path | str) -> bool:
     """Whether ``path`` names SGLang's case lists (not a JSON case file): a ``.py`` file, a folder, or ``sglang``."""
     path = Path(path)
-    return path.suffix == ".py" or path.is_dir() or (path.name == INSTALLED and not path.exists())
+    return path.suffix == ".py" or path.is_dir() or names_installed(path)
 
 
 def locate(given: Path | str) -> Source:
     """The SGLang source ``given`` names; DiffperfError naming where it looked."""
     path = Path(given)
-    if path.name == INSTALLED and not path.exists():
+    if names_installed(path):
         return _installed(str(given))
     if path.is_file():
         if path.name != GPU_CASES:

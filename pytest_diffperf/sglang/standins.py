@@ -155,16 +155,17 @@ def standin_modules(
     modules[f"{MG}.runtime.observability.metrics"] = module(
         f"{MG}.runtime.observability.metrics", get_metrics=lambda *_a, **_k: None
     )
+    task_type = _ModelTaskType()
     modules[f"{MG}.configs.pipeline_configs.base"] = _lazy_module(
-        f"{MG}.configs.pipeline_configs.base", {"ModelTaskType": _model_task_type}
+        f"{MG}.configs.pipeline_configs.base", {"ModelTaskType": task_type}
     )
     modules[f"{MG}.configs.sample.sampling_params"] = module(
         f"{MG}.configs.sample.sampling_params", normalize_quality=_normalize_quality
     )
     modules[f"{MG}.registry"] = module(
         f"{MG}.registry",
-        get_model_info=lambda model_path: _model_info(table.task_type(model_path)),
-        get_pipeline_config_classes=lambda name: _pipeline_classes(table.pipeline_task_type(name)),
+        get_model_info=lambda model_path: _model_info(task_type(), table.task_type(model_path)),
+        get_pipeline_config_classes=lambda name: _pipeline_classes(task_type(), table.pipeline_task_type(name)),
     )
     modules["sglang.srt.environ"] = module("sglang.srt.environ", envs=_SrtEnvs())
 
@@ -273,16 +274,25 @@ def _env_module(name: str, **fixed: Any) -> ModuleType:
     return made
 
 
-def _model_task_type() -> Any:
-    return importlib.import_module(TASK_TYPE_MODULE).ModelTaskType
+class _ModelTaskType:
+    """SGLang's own ``ModelTaskType`` (``configs/task_type.py``), imported at first use (inside ``installed``) and
+    kept: cases made after the block (the registry asked then) get the same enum as those made inside."""
+
+    def __init__(self) -> None:
+        self._enum: Any = None
+
+    def __call__(self) -> Any:
+        if self._enum is None:
+            self._enum = importlib.import_module(TASK_TYPE_MODULE).ModelTaskType
+        return self._enum
 
 
-def _model_info(task: str) -> SimpleNamespace:
-    return SimpleNamespace(pipeline_config_cls=SimpleNamespace(task_type=_model_task_type()[task]))
+def _model_info(model_task_type: Any, task: str) -> SimpleNamespace:
+    return SimpleNamespace(pipeline_config_cls=SimpleNamespace(task_type=model_task_type[task]))
 
 
-def _pipeline_classes(task: str | None) -> tuple[SimpleNamespace, None] | None:
-    return None if task is None else (SimpleNamespace(task_type=_model_task_type()[task]), None)
+def _pipeline_classes(model_task_type: Any, task: str | None) -> tuple[SimpleNamespace, None] | None:
+    return None if task is None else (SimpleNamespace(task_type=model_task_type[task]), None)
 
 
 # configs/sample/sampling_params.py (QUALITY_LEVELS, QUALITY_ALIASES, normalize_quality)

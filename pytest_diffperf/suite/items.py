@@ -9,15 +9,20 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import pytest
 
 from ..errors import DiffperfFailure
+from ..perf.limits import CheckKind
 from ..perf.measurement import Measurement
+from ..perf.schema import Tolerances
+from ..results.ab import judge_ab
 from ..results.model import ScenarioResult
+from ..results.noisy import judge_noisy, pooled
 from ..results.verdict import (
+    E2E_AND_LOAD,
     ScenarioFailure,
     judge_scenario,
     judged_values,
@@ -28,6 +33,7 @@ from ..results.verdict import (
 )
 from ..serving.measure import Sample, measure
 from ..serving.process import ServerProcess
+from .ab import ABRun
 from .consistency import check_case_output
 from .regen import REGEN_PROPERTY, get_regen
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY
@@ -55,9 +61,14 @@ class ScenarioItem(pytest.Item):
         self.server: ServerProcess | None = None
         self.stash[SCENARIO_KEY] = self.name
         self.user_properties.append((SCENARIO_PROPERTY, self.name))
+        reason = session.not_expressible.get(self.name) if self.case is None else None
+        if reason:
+            self.add_marker(pytest.mark.skip(reason=f"{self.name}: {reason}"))
 
     def setup(self) -> None:
-        if self.spec is not None and self.case is not None and (self.case.run_perf_check or self._compares()):
+        if self._ab() is not None:
+            return  # an A/B run starts its own server pairs
+        if self.spec is not None and self.case is not None:
             self.server = _session(self.config).pool.get(self.spec)
 
     def _compares(self) -> bool:
@@ -73,8 +84,11 @@ class ScenarioItem(pytest.Item):
             )
             self._report(result)
             raise ScenarioFailure(result.message)
-        if self.server is None:
-            pytest.skip(f"{self.name}: run_perf_check is false and its output is not compared")
+        ab = self._ab()
+        if ab is not None:
+            self._run_ab(session, ab)
+            return
+        assert self.server is not None
         timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
         started = time.monotonic()
         samples = measure(self.server, session.launcher, self.case, timeout)
@@ -88,7 +102,8 @@ class ScenarioItem(pytest.Item):
                 self.case, samples[0].output, session.consistency, session.thresholds
             )
         self._report(result)
-        messages = [result.message] if result.verdict == "fail" else []
+        fails = result.verdict == "fail" or (result.verdict == "inconclusive" and session.inconclusive == "fail")
+        messages = [result.message] if fails else []
         messages += [str(failure)] if failure else []
         if messages:
             raise ScenarioFailure("\n\n".join(messages) + f"\n\n{self.server.log_section()}")
@@ -98,8 +113,8 @@ class ScenarioItem(pytest.Item):
     def _perf(
         self, session: DiffperfSession, samples: Sequence[Sample], measurement: Measurement, measure_s: float
     ) -> ScenarioResult:
-        """Regenerated (regeneration run), unjudged (no profile, or run_perf_check false), failed for
-        want of a baseline, or judged by the limit engine; with the request rows and the server."""
+        """Regenerated (regeneration run), unjudged (no profile), failed for want of a baseline, or judged by
+        the limit engine (e2e and load alone with run_perf_check false, as SGLang); with the rows and the server."""
         assert self.case is not None
         assert self.server is not None
         assert self.spec is not None
@@ -107,7 +122,7 @@ class ScenarioItem(pytest.Item):
         if regen is not None:
             result, record = regen.regenerate(self.name, self.spec.key, self.server.ready_s, measurement, measure_s)
             self.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
-        elif session.settings.profile is None or not self.case.run_perf_check:
+        elif session.settings.profile is None:
             result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")
         elif self.baseline is None:
             message = missing_baseline_message(self.name, str(session.baselines.primary), measurement)
@@ -115,11 +130,90 @@ class ScenarioItem(pytest.Item):
         else:
             tolerances = session.baselines.profile(session.settings.profile)
             step_fractions = session.baselines.step_fractions
-            result = judge_scenario(self.name, self.baseline, measurement, tolerances, session.preset, step_fractions)
+            vram, host_anon = session.memory_checks()
+            kinds = None if self.case.run_perf_check else E2E_AND_LOAD
+            if session.static_policy is not None and self.case.perf_repeat_requests >= 2:
+                result, samples, measurement = self._remeasured(
+                    session, samples, measurement, tolerances, measure_s, kinds=kinds, vram=vram, host_anon=host_anon
+                )
+            else:
+                result = judge_scenario(
+                    self.name, self.baseline, measurement, tolerances, session.preset, step_fractions,
+                    kinds=kinds, vram=vram, host_anon=host_anon,
+                )  # fmt: skip
         result.rows = request_rows(self.name, samples, measurement, session.baselines.step_fractions)
         result.measured = judged_values(measurement, session.preset)
         result.server = self.server.info()
         return result
+
+    def _remeasured(
+        self,
+        session: DiffperfSession,
+        samples: Sequence[Sample],
+        measurement: Measurement,
+        tolerances: Tolerances,
+        measure_s: float,
+        *,
+        kinds: Collection[CheckKind] | None,
+        vram: bool,
+        host_anon: bool,
+    ) -> tuple[ScenarioResult, list[Sample], Measurement]:
+        """Static mode with the run's noise: judged on every attempt so far, re-measured on a fresh
+        server while ``verdicts.static.remeasure`` says so; all attempts' samples, pooled."""
+        assert self.case is not None
+        assert self.baseline is not None
+        assert self.spec is not None
+        assert session.static_policy is not None
+        started = time.monotonic() - measure_s
+        attempts = [(list(samples), measurement)]
+        while True:
+            judged = judge_noisy(
+                self.name, self.baseline, [m for _, m in attempts], tolerances, session.preset,
+                session.baselines.step_fractions, session.static_policy, time.monotonic() - started,
+                kinds=kinds, vram=vram, host_anon=host_anon,
+            )  # fmt: skip
+            if not judged.remeasure:
+                break
+            session.pool.release()
+            self.server = session.pool.get(self.spec)
+            timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
+            more = measure(self.server, session.launcher, self.case, timeout)
+            attempts.append((more, measurement_of(more, self.case, self.server.load_ms)))
+        return judged.result, [s for batch, _ in attempts for s in batch], pooled([m for _, m in attempts])
+
+    def _ab(self) -> ABRun | None:
+        """The run's A/B settings when this scenario is judged A/B (its performance is checked)."""
+        ab = _session(self.config).ab
+        return ab if ab is not None and self.case is not None and self.case.run_perf_check else None
+
+    def _run_ab(self, session: DiffperfSession, ab: ABRun) -> None:
+        """Judge the scenario A/B on fresh server pairs (``results.ab``), compare the candidate's output, report."""
+        assert self.case is not None
+        assert self.spec is not None
+        assert session.settings.profile is not None
+        timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
+        servers = ab.servers(self.case, self.spec, timeout)
+        tolerances = session.baselines.profile(session.settings.profile)
+        try:
+            judged = judge_ab(
+                self.name, servers, ab.design, ab.policy, tolerances, session.preset, session.baselines.step_fractions
+            )
+        finally:
+            servers.close()
+        result, failure = judged.result, None
+        if self._compares() and judged.output is not None:
+            assert session.consistency is not None
+            assert session.thresholds is not None
+            result.consistency, failure = check_case_output(
+                self.case, judged.output, session.consistency, session.thresholds
+            )
+        self._report(result)
+        fails = result.verdict == "fail" or (result.verdict == "inconclusive" and session.inconclusive == "fail")
+        messages = [result.message] if fails else []
+        messages += [str(failure)] if failure else []
+        if messages:
+            logs = "\n".join(f"{s['side']} server {s['process_pair'] + 1}: {s['log']}" for s in servers.started)
+            raise ScenarioFailure("\n\n".join(messages) + f"\n\nserver logs:\n{logs}")
 
     def _report(self, result: ScenarioResult) -> None:
         """The result for the collector (the whole of it) and for JUnit (the judged numbers, the outcome)."""

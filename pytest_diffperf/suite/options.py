@@ -25,6 +25,7 @@ class Option:
     default: str | None = None
     is_path: bool = False
     is_flag: bool = False  # takes no value on the command line; ini: true/false
+    words: tuple[str, ...] = ()  # values of a path option kept as they are, never made a path
 
     @property
     def dest(self) -> str:
@@ -35,7 +36,13 @@ OPTIONS = (
     Option("--diffperf", "run the baseline scenarios, judged with tolerance PROFILE (pr_test, long_term, ...)"),
     Option("--diffperf-baselines", "perf baseline file, or an SGLang perf_baselines/ directory", is_path=True),
     Option("--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)"),
-    Option("--diffperf-cases", "case definitions (superset of SGLang's comparison_configs.json)", is_path=True),
+    Option(
+        "--diffperf-cases",
+        "case definitions: a JSON case file, SGLang's gpu_cases.py (or a checkout or wheel holding it), "
+        "or sglang (the installed package)",
+        is_path=True,
+        words=("sglang",),
+    ),
     Option(
         "--diffperf-server",
         "server launcher: sglang, reference (the bundled CPU server), or a registered one",
@@ -60,6 +67,45 @@ OPTIONS = (
     Option("--diffperf-frames", "video frames to compare: first,mid,last | all | every:K", default="first,mid,last"),
     Option("--diffperf-artifacts", "write comparison images and metrics per case here", is_path=True),
     Option("--regen-ground-truth", "write the outputs as ground truth instead of comparing them", is_flag=True),
+    Option(
+        "--diffperf-suites",
+        "SGLang CI suites to read from SGLang's case lists, comma-separated (default: those its CI runs on the platform)",
+    ),
+    Option(
+        "--diffperf-dry-run",
+        "print each selected scenario's server command, environment and request; start nothing",
+        is_flag=True,
+    ),
+    Option(
+        "--diffperf-base",
+        "A/B: judge each scenario against this base build, run side by side on fresh servers; SPEC: current, "
+        "or 'python=PATH; program=CMD; pythonpath=DIR; env=NAME=VALUE; args=SERVE ARGS' (docs/verdicts.md)",
+    ),
+    Option("--diffperf-candidate", "A/B: how the candidate is served (SPEC, as --diffperf-base)", default="current"),
+    Option("--diffperf-ab-request-pairs", "A/B: request pairs per process pair", default="4"),
+    Option("--diffperf-ab-max-process-pairs", "A/B: fresh process pairs per scenario at most", default="10"),
+    Option("--diffperf-ab-max-requests", "A/B: measured requests per scenario at most, both sides", default="80"),
+    Option(
+        "--diffperf-ab-tolerance",
+        "A/B: the e2e, denoising-stage and step change never called unchanged (default: the profile's)",
+    ),
+    Option(
+        "--diffperf-ab-servers",
+        "A/B: together (base and candidate side by side) or one-at-a-time (a device cannot hold both)",
+        default="together",
+    ),
+    Option(
+        "--diffperf-inconclusive",
+        "an inconclusive verdict: report (the test shows INCONCLUSIVE, the run does not fail) or fail",
+        default="report",
+    ),
+    Option(
+        "--diffperf-static-noise",
+        "judge stored-baseline timing checks with the run's noise: auto (on cpu, for cases of 2+ requests), on, off",
+        default="auto",
+    ),
+    Option("--diffperf-remeasure", "fresh servers a static scenario may be measured on (1: never again)", default="3"),
+    Option("--diffperf-noise", "noise priors calibrated for this runner class (JSON; docs/verdicts.md)", is_path=True),
     Option(
         "--diffperf-log-dir",
         "server logs go in a new folder here (default: pytest's basetemp, which keeps the last 3 runs)",
@@ -109,6 +155,19 @@ class Settings:
     diffperf_frames: str
     diffperf_artifacts: Path | None
     regen_ground_truth: bool
+    diffperf_suites: str | None
+    diffperf_dry_run: bool
+    diffperf_base: str | None
+    diffperf_candidate: str
+    diffperf_ab_request_pairs: str
+    diffperf_ab_max_process_pairs: str
+    diffperf_ab_max_requests: str
+    diffperf_ab_tolerance: str | None
+    diffperf_ab_servers: str
+    diffperf_inconclusive: str
+    diffperf_static_noise: str
+    diffperf_remeasure: str
+    diffperf_noise: Path | None
     diffperf_log_dir: Path | None = None
     diffperf_progress_every: float = 15.0
     diffperf_log_tail: int | None = None  # None: by --tb
@@ -151,7 +210,7 @@ def read_settings(config: pytest.Config) -> Settings:
     for opt in OPTIONS:
         raw, base = _raw(config, opt)
         if raw is not None and opt.is_path:
-            raw = (base / str(raw)).resolve()
+            raw = Path(str(raw)) if str(raw) in opt.words else (base / str(raw)).resolve()
         values[opt.dest] = truthy(raw) if opt.is_flag else raw
     for name in ("diffperf_startup_timeout", "diffperf_request_timeout", "diffperf_progress_every"):
         values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))

@@ -28,20 +28,20 @@ REGEN_KEY: pytest.StashKey[Regenerator] = pytest.StashKey()
 REGEN_PROPERTY = "diffperf_regen"  # a test's regeneration record (JSON), for the summary
 
 
-def start_regen(config: pytest.Config, ds: DiffperfSession) -> None:
+def start_regen(config: pytest.Config, session: DiffperfSession) -> None:
     """Check the run can regenerate (DiffperfError if not), then stash it and register its summary."""
-    s = ds.settings
+    s = session.settings
     try:
         settings = RegenSettings.parse(s.regen_policy, s.regen_min_improvement, s.regen_dry_run)
-        ids = ds.scenario_ids()
-        device, measured = measured_on(ds.launcher.name)
+        ids = session.scenario_ids()
+        device, measured = measured_on(session.launcher.name)
         run = Regenerator.start(
-            settings, ds.baselines, s.diffperf_hardware, ds.cases, ids, group_key(ds.cases, ds.launcher.name),
+            settings, session.baselines, s.diffperf_hardware, session.cases, ids, group_key(session.cases, session.launcher.name),
             s.diffperf_cases, device=device, measured=measured, force=s.regen_force,
-            description=s.regen_description, announce=ds.pool.progress,
+            description=s.regen_description, announce=session.pool.progress,
         )  # fmt: skip
     except DiffperfError:
-        shutil.rmtree(ds.workdir, ignore_errors=True)  # an empty folder; nothing of this run stays
+        shutil.rmtree(session.workdir, ignore_errors=True)  # an empty folder; nothing of this run stays
         raise
     config.stash[REGEN_KEY] = run
     config.pluginmanager.register(RegenSummary(run.settings, run.metadata, run.warnings), "diffperf-regen")

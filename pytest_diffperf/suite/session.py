@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ..cases import Case, load_cases
+from ..cases import Case, CaseFile, load_case_file
 from ..consistency.config import ConsistencyConfig
 from ..consistency.thresholds import ThresholdSet
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet, load_baselines, select_scenarios
 from ..perf.limits import Preset, get_preset
 from ..perf.lint import lint_baselines
-from ..platforms import device_env_var
+from ..platforms import checks_host_anon, checks_vram, device_env_var
 from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
 from ..serving.pool import ServerPool
+from ..sglang.source import is_sglang_source
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, assign, parse_shard, server_groups
+from ..verdicts.static import StaticPolicy
+from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
 from .logdir import log_dir
 from .options import Settings, ground_truth_requested, read_settings
@@ -39,6 +45,11 @@ class DiffperfSession:
     shard: Shard | None = None  # run only this shard's scenarios
     consistency: ConsistencyConfig | None = None  # None: outputs are not compared
     thresholds: ThresholdSet | None = None
+    not_expressible: dict[str, str] = field(default_factory=dict)  # SGLang cases the plugin cannot run yet: id -> why
+    case_source: dict[str, Any] | None = None  # where SGLang's case lists were read from, and how
+    ab: ABRun | None = None  # --diffperf-base: every scenario A/B against the base build
+    static_policy: StaticPolicy | None = None  # None: stored-baseline checks by SGLang's rule alone
+    inconclusive: InconclusiveMode = "report"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
@@ -52,7 +63,8 @@ class DiffperfSession:
         baselines = load_baselines(settings.diffperf_baselines, settings.diffperf_hardware)
         if settings.profile:
             baselines.profile(settings.profile)  # an unknown profile fails now, not once per test
-        cases = load_cases(settings.diffperf_cases) if settings.diffperf_cases else {}
+        case_file = read_cases(settings)
+        cases = {case.id: case for case in case_file.cases}
         shard = parse_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
         devices = share_of(config, settings)
         launcher = get_launcher(settings.diffperf_server)
@@ -63,8 +75,15 @@ class DiffperfSession:
         if any(c.run_consistency_check for c in cases.values()):
             consistency = consistency_config(settings, ground_truth_requested(config))
         limits = thresholds(settings) if consistency else None
+        priors = noise_priors(settings)
+        inconclusive, noise = inconclusive_mode(settings), static_policy(settings, priors)
         workdir = log_dir(config, settings)  # made by the first server start: none in a collect-only run
         progress = live_progress(config)  # shown live, also from xdist workers
+        try:
+            ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress)
+        except DiffperfError:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
         session = cls(
             settings=settings,
             baselines=baselines,
@@ -76,13 +95,33 @@ class DiffperfSession:
             devices=devices,
             consistency=consistency,
             thresholds=limits,
+            not_expressible={entry.id: entry.reason for entry in case_file.not_expressible},
+            case_source=(case_file.model_extra or {}).get("sglang_source"),
+            ab=ab,
+            static_policy=noise,
+            inconclusive=inconclusive,
         )
         session.shard = session.shard_of(*shard) if shard else None
         session.pool.progress_every = settings.diffperf_progress_every
         return session
 
     def scenario_ids(self) -> list[str]:
-        return select_scenarios(self.baselines, self.cases, self.settings.diffperf_hardware)
+        """The baseline's scenarios of this platform, then cases without one, then SGLang's cases the
+        plugin cannot express yet that have none (collected to be skipped with the reason)."""
+        return select_scenarios(self.baselines, self.cases, self.settings.diffperf_hardware, list(self.not_expressible))
+
+    def unmatched(self, scenario_ids: Sequence[str]) -> Unmatched:
+        """Of ``scenario_ids``: scenarios without a case, cases without a scenario, cases not expressible yet."""
+        return Unmatched(
+            no_case=[s for s in scenario_ids if s not in self.cases and s not in self.not_expressible],
+            no_scenario=[s for s in scenario_ids if s in self.cases and s not in self.baselines.scenarios],
+            not_expressible={s: self.not_expressible[s] for s in scenario_ids if s in self.not_expressible},
+        )
+
+    def memory_checks(self) -> tuple[bool, bool]:
+        """(VRAM, host memory) judged on this platform: where its server reports them (all when it is not set)."""
+        hardware = self.settings.diffperf_hardware
+        return (checks_vram(hardware), checks_host_anon(hardware)) if hardware else (True, True)
 
     def spec(self, scenario_id: str) -> ServerSpec | None:
         case = self.cases.get(scenario_id)
@@ -100,9 +139,12 @@ class DiffperfSession:
             "hardware": self.settings.diffperf_hardware,
             "baselines": [str(p) for p in self.baselines.files],
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
+            "suites": ",".join(self.case_source["suites"]) if self.case_source else None,
             "launcher": self.launcher.name,
             "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,
             "consistency": self.consistency.describe() if self.consistency else "off (no ground-truth folder)",
+            "base": self.ab.sides["base"].spec.text if self.ab else None,
+            "candidate": self.ab.sides["candidate"].spec.text if self.ab else None,
         }
 
     def header_lines(self) -> list[str]:
@@ -111,6 +153,16 @@ class DiffperfSession:
         lines = [f"diffperf: {k}={v}" for k, v in self.header().items() if v is not None]
         if warnings:
             lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: {self.lint_command()})")
+        if self.case_source:
+            source = self.case_source
+            lines.append(
+                f"diffperf: SGLang's case lists {source['path']} as on {source['hardware']} "
+                f"(loaded with {source['loaded_with']}): {len(self.cases)} case(s), "
+                f"{len(self.not_expressible)} not expressible yet"
+            )
+            lines += [f"diffperf: note: {note}" for note in source.get("notes", [])]
+        if self.settings.diffperf_dry_run:
+            lines.append("diffperf: dry run: nothing is started; each scenario's plan is printed at the end")
         if self.shard is not None:
             lines.append(
                 f"diffperf: shard {self.shard.number}/{self.shard.of}: {len(self.shard.scenarios)} scenario(s), "
@@ -127,6 +179,50 @@ class DiffperfSession:
 
     def close(self) -> None:
         self.pool.release()
+        if self.ab is not None:
+            self.ab.close()
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """Scenarios and cases that do not meet: each kind in run order."""
+
+    no_case: list[str]  # a baseline scenario without a case: fails, naming the case to add
+    no_scenario: list[str]  # a case without a baseline scenario: fails, printing the baseline to add
+    not_expressible: dict[str, str]  # an SGLang case the plugin cannot express yet: skipped, with the reason
+
+    def lines(self) -> list[str]:
+        """The report's lines ('diffperf: ...'); none when everything meets."""
+        lines = []
+        if self.no_case:
+            lines.append(
+                f"diffperf: {len(self.no_case)} scenario(s) without a case (they fail): {', '.join(self.no_case)}"
+            )
+        if self.no_scenario:
+            lines.append(
+                f"diffperf: {len(self.no_scenario)} case(s) without a baseline scenario (they fail, printing the "
+                f"baseline to add): {', '.join(self.no_scenario)}"
+            )
+        if self.not_expressible:
+            lines.append(f"diffperf: {len(self.not_expressible)} case(s) of SGLang's the plugin cannot run (skipped):")
+            lines += [f"diffperf:   {sid}: {reason}" for sid, reason in self.not_expressible.items()]
+        return lines
+
+
+def read_cases(settings: Settings) -> CaseFile:
+    """The case file, or SGLang's case lists read as on the platform, for ``--diffperf-suites``."""
+    suites = [s.strip() for s in (settings.diffperf_suites or "").split(",") if s.strip()] or None
+    if settings.diffperf_cases is None:
+        if suites:
+            raise DiffperfError("needs SGLang's case lists: pass --diffperf-cases too", source="--diffperf-suites")
+        return CaseFile(cases=[])
+    if suites and not is_sglang_source(settings.diffperf_cases):
+        raise DiffperfError(
+            f"suites are read from SGLang's case lists, and {settings.diffperf_cases} is a JSON case file: "
+            "drop --diffperf-suites, or pass gpu_cases.py (or diffperf import-cases --suite) instead",
+            source="--diffperf-suites",
+        )
+    return load_case_file(settings.diffperf_cases, settings.diffperf_hardware, suites)
 
 
 def share_of(config: pytest.Config, settings: Settings) -> DeviceShare:

@@ -86,12 +86,14 @@ class ProcessPairSamples:
 
     Each request maps metric names (see :mod:`~pytest_diffperf.verdicts.metrics`) to ms; a metric
     missing on either side leaves that request pair out of it. Load times are once per process.
+    ``denoising``: the stages the servers' records flag as denoising (empty: the caller's default).
     """
 
     base: Sequence[Mapping[str, float]]
     candidate: Sequence[Mapping[str, float]]
     base_load_ms: float | None = None
     candidate_load_ms: float | None = None
+    denoising: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if len(self.base) != len(self.candidate):
@@ -224,8 +226,12 @@ def analyse(
     *,
     denoising: Collection[str] = frozenset({DENOISING_STAGE}),
 ) -> ABResult:
-    """The A/B verdict of the process pairs measured so far (``design`` sets the looks the budget allows)."""
+    """The A/B verdict of the process pairs measured so far (``design`` sets the looks the budget allows).
+
+    The denoising stages are those the pairs flag, else ``denoising``.
+    """
     policy = VerdictPolicy() if policy is None else policy
+    denoising = frozenset().union(*(p.denoising for p in pairs)) or denoising
     measured = _metrics(pairs)
     j = judge({name: m.log_ratios for name, m in measured.items()}, policy, design, denoising)
     metrics: dict[str, MetricResult] = {}

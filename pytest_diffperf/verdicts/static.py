@@ -6,9 +6,12 @@ far that process, or the run that stored the baseline, sits from the truth, so t
 ``log(actual / expected)`` adds two priors to the run's own spread: the stored baseline's run offset
 (common to every re-measure) and the fresh process's offset (which re-measures average out). A
 check then ``fail``s when the whole interval lies above the limit, ``pass``es when it lies at or
-below it, and is ``inconclusive`` when it straddles it. A check that does not pass is re-measured
-on a fresh server, pooled with what came before, within ``max_attempts`` (SGLang instead retries a
-failing test up to 6 times and keeps the first pass, which lets a real regression through).
+below it, and is ``inconclusive`` when it straddles it. A failing check is re-measured on a fresh
+server, pooled with what came before, within ``max_attempts``; so is an inconclusive scenario
+whose verdict the remaining attempts could still decide at its current estimates (where a limit
+lies within the irreducible noise, more attempts cannot, and the verdict stays inconclusive).
+SGLang instead retries a failing test up to 6 times and keeps the first pass, which lets a real
+regression through.
 Memory checks do not jitter and stay deterministic (:func:`pytest_diffperf.perf.limits.judge`).
 """
 
@@ -19,12 +22,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import DiffperfError
 from ..perf.limits import Check
 from ..protocol import DENOISING_STAGE
 from .interval import estimate
-from .noise import FloatArray, Noise
+from .noise import MEDIAN_VARIANCE, FloatArray, Noise
 from .rules import CodeArray, look_alpha, z_value
 from .vocab import STATIC_VERDICTS, StaticVerdict
 
@@ -202,9 +206,79 @@ def scenario_verdict(results: Sequence[StaticResult]) -> StaticVerdict:
     return "pass" if verdicts == {"pass"} else "inconclusive"
 
 
-def remeasure(verdict: StaticVerdict, attempts: int, policy: StaticPolicy | None = None) -> bool:
-    """Whether to measure again on a fresh server: the pooled verdict is not a pass and attempts remain."""
+def forecast(
+    low: FloatArray,
+    high: FloatArray,
+    log_limit: FloatArray,
+    noise: StaticNoise,
+    z: float,
+    requests: FloatArray,
+    attempts: int,
+) -> CodeArray:
+    """The verdict codes ``attempts`` attempts would give an interval ``[low, high]`` (log scale) at its estimate.
+
+    The forecast interval keeps the estimate and shrinks to the priors' standard error over
+    ``attempts`` fresh processes of ``requests`` requests each; the baseline's own offset stays.
+    """
+    est = (np.asarray(low) + np.asarray(high)) / 2
+    m = np.maximum(np.asarray(requests, dtype=np.float64), 1.0)
+    own = np.where(m <= 2, 1.0, MEDIAN_VARIANCE) * noise.within**2 / m
+    se = np.sqrt(noise.baseline**2 + (noise.process**2 + own) / attempts)
+    edge = np.asarray(log_limit, dtype=np.float64)
+    codes = np.full(np.broadcast(est, edge).shape, INCONCLUSIVE, dtype=np.int8)
+    codes[est + z * se <= edge] = PASS
+    codes[est - z * se > edge] = FAIL
+    return codes
+
+
+def go_on(now: CodeArray, later: CodeArray) -> NDArray[np.bool_]:
+    """Whether more attempts can change a scenario's verdict, from its checks' codes now and forecast (last axis).
+
+    Yes when a check fails (a failure is confirmed on a fresh server before it is reported), when
+    an inconclusive check is forecast to fail, or when every check that has not passed is
+    forecast to pass; no when every check passes.
+    """
+    now, later = np.asarray(now), np.asarray(later)
+    open_ = now == INCONCLUSIVE
+    fails = np.any(now == FAIL, axis=-1) | np.any(open_ & (later == FAIL), axis=-1)
+    could_pass = np.any(open_, axis=-1) & np.all(~open_ | (later == PASS), axis=-1)
+    return np.asarray(fails | could_pass, dtype=np.bool_)
+
+
+def remeasure(
+    results: Sequence[StaticResult],
+    attempts: int,
+    policy: StaticPolicy | None = None,
+    *,
+    denoising: Collection[str] = frozenset({DENOISING_STAGE}),
+) -> bool:
+    """Whether to measure again on a fresh server, after ``attempts`` attempts judged as ``results``.
+
+    Yes while attempts remain and more attempts can change the scenario's verdict (:func:`go_on`,
+    on each check's :func:`forecast`).
+    """
     policy = StaticPolicy() if policy is None else policy
     if attempts < 1:
         raise ValueError("remeasure is asked after at least one attempt")
-    return verdict != "pass" and attempts < policy.max_attempts
+    if attempts >= policy.max_attempts or not results:
+        return False
+    z = policy.z(len(results))
+    now = np.array([STATIC_VERDICTS.index(r.verdict) for r in results], dtype=np.int8)
+    later = np.array(
+        [
+            int(
+                forecast(
+                    _a(math.log(r.low)),
+                    _a(math.log(r.high)),
+                    _a(math.log(r.check.limit)),
+                    policy.noise(r.check, denoising),
+                    z,
+                    _a(r.requests / max(r.processes, 1)),
+                    policy.max_attempts,
+                )
+            )
+            for r in results
+        ],
+        dtype=np.int8,
+    )
+    return bool(go_on(now, later))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +13,7 @@ from pytest_diffperf.commands.lint import lint_file, lint_paths
 from pytest_diffperf.consistency.thresholds import threshold_files
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.lint import lint_baselines
+from tests.support.cli import Result, diffperf
 
 S = "img_t2i"
 
@@ -177,8 +177,8 @@ def test_folder_walk_skips_other_json(write, h100_doc):
     assert not [f for f in lint_paths([write("x", "").parent]) if f.severity == "error"]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest_diffperf.cli", "lint", *args], capture_output=True, text=True)
+def cli(*args: str) -> Result:
+    return diffperf("lint", *args)
 
 
 def test_cli_exit_codes_and_output(write, h100_doc, layout):

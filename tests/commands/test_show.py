@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+
+from tests.support.cli import Result, diffperf
 
 
-def show(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_diffperf.cli", "show", *args], capture_output=True, text=True, env=env
-    )
+def show(*args: str, env: dict | None = None) -> Result:
+    return diffperf("show", *args, env=env)
 
 
 def show_json(*args: str, env: dict | None = None) -> dict:

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
-os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may come from a model hub, set before any import of it
-
 from pathlib import Path
 
 import pytest

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -12,6 +10,7 @@ from pytest_diffperf.commands.lint import lint_paths
 from pytest_diffperf.consistency.thresholds import load_thresholds
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.limits import get_preset, plan_checks
+from tests.support.cli import diffperf
 
 
 @pytest.mark.parametrize(
@@ -149,25 +148,9 @@ def test_lint_real_files_reports_known_inconsistencies(sglang_data):
 
 
 def test_lint_cli_on_real_files(sglang_data):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_diffperf.cli",
-            "lint",
-            str(sglang_data / "v0.5.23"),
-            "--hardware",
-            "h100",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    result = diffperf("lint", str(sglang_data / "v0.5.23"), "--hardware", "h100")
     assert result.returncode == 0, result.stderr
     assert "h100.json:fastwan2_2_ti2v_5b:expected_median_denoise_ms: warning:" in result.stdout
     assert re.fullmatch(r"0 error\(s\), \d+ warning\(s\)", result.stdout.strip().splitlines()[-1])
-    strict = subprocess.run(
-        [sys.executable, "-m", "pytest_diffperf.cli", "lint", "--strict", str(sglang_data / "v0.5.23")],
-        capture_output=True,
-        text=True,
-    )
+    strict = diffperf("lint", "--strict", str(sglang_data / "v0.5.23"))
     assert strict.returncode == 1

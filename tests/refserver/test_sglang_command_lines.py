@@ -7,12 +7,14 @@ The command lines come from SGLang's real ``diffusion_server`` fixture and ``Ser
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from pytest_diffperf.refserver import cli, sglang_flags
-from tests.support import sglang_harness
+from tests.support import sglang
 
-pytestmark = pytest.mark.skipif(not sglang_harness.available(), reason="vendored SGLang sources absent")
+pytestmark = pytest.mark.skipif(not sglang.available(), reason="vendored SGLang sources absent")
 
 
 class _Spawned(Exception):
@@ -21,15 +23,19 @@ class _Spawned(Exception):
         self.command = command
 
 
-def _command_lines(monkeypatch, tmp_path) -> dict[str, list[str]]:
+@pytest.fixture(scope="module")
+def harness():
+    return sglang.load_harness()
+
+
+def _command_lines(harness, monkeypatch, tmp_path) -> dict[str, list[str]]:
     monkeypatch.setenv("SGLANG_PERF_LOG_DIR", str(tmp_path))
-    harness = sglang_harness.load(server=True, gpu_cases=True, default_task="T2I")
-    utils, common, cases = harness.test_server_utils, harness.test_server_common, harness.gpu_cases
+    utils, common, cases = harness.utils, harness.common, harness.gpu_cases
 
     def record(command, **kwargs):
         raise _Spawned(command)
 
-    monkeypatch.setattr(utils.subprocess, "Popen", record)
+    monkeypatch.setattr(utils, "subprocess", SimpleNamespace(Popen=record, PIPE=-1, STDOUT=-2))
     fixture = common.diffusion_server._get_wrapped_function()
     lines = {}
     every = [c for name in dir(cases) if name.endswith("_CASES") for c in getattr(cases, name)]
@@ -40,8 +46,8 @@ def _command_lines(monkeypatch, tmp_path) -> dict[str, list[str]]:
     return lines
 
 
-def test_every_gpu_case_command_line_is_accepted_or_rejected_with_a_message(monkeypatch, tmp_path, capsys):
-    lines = _command_lines(monkeypatch, tmp_path)
+def test_every_gpu_case_command_line_is_accepted_or_rejected_with_a_message(harness, monkeypatch, tmp_path, capsys):
+    lines = _command_lines(harness, monkeypatch, tmp_path)
     assert len(lines) >= 80
     flags_seen: set[str] = set()
     rejected = []
@@ -69,8 +75,8 @@ def test_every_gpu_case_command_line_is_accepted_or_rejected_with_a_message(monk
     )
 
 
-def test_warmup_quality_pin_is_accepted_and_parsed(monkeypatch, tmp_path):
-    lines = _command_lines(monkeypatch, tmp_path)
+def test_warmup_quality_pin_is_accepted_and_parsed(harness, monkeypatch, tmp_path):
+    lines = _command_lines(harness, monkeypatch, tmp_path)
     pinned = [c for c in lines.values() if "--warmup-sampling-params" in c and "--lora-path" not in c]
     assert pinned
     for command in pinned:

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf.serving.process import free_port
-from tests.support import sglang_harness
+from tests.support import sglang
 
 pytestmark = [
     pytest.mark.server,
-    pytest.mark.skipif(not sglang_harness.available(), reason="vendored SGLang sources absent"),
+    pytest.mark.skipif(not sglang.available(), reason="vendored SGLang sources absent"),
 ]
 pytest.importorskip("openai")
 
@@ -49,11 +49,11 @@ def harness(tmp_path_factory):
         mp.setenv(
             "PYTHONPATH", os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])
         )
-        yield sglang_harness.load(server=True)
+        yield sglang.load_harness()
 
 
 def _case(harness, case_id: str):
-    configs = harness.testcase_configs
+    configs = harness.configs
     model, fields = CASES[case_id]
     params = configs.DiffusionSamplingParams(**fields, extras=dict(FAST))
     return configs.DiffusionTestCase(case_id, configs.DiffusionServerArgs(model_path=model), params)
@@ -64,7 +64,7 @@ def test_sglang_harness_runs_the_case(harness, case_id, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # the generate functions write their outputs to the working directory
     monkeypatch.setenv("SGLANG_TEST_SERVER_PORT", str(free_port()))
     monkeypatch.setenv("SGLANG_TEST_WAIT_SECS", "180")
-    common, configs, utils = harness.test_server_common, harness.testcase_configs, harness.test_server_utils
+    common, configs, utils = harness.common, harness.configs, harness.utils
     case = _case(harness, case_id)
     assert "--warmup-sampling-params" in " ".join(case.server_args.extras)  # the quality pin __post_init__ adds
     fixture = common.diffusion_server._get_wrapped_function()(case)
@@ -95,7 +95,7 @@ def test_t2v_input_reference_is_rejected_with_sglangs_detail(harness, monkeypatc
     import requests
 
     monkeypatch.setenv("SGLANG_TEST_SERVER_PORT", str(free_port()))
-    common = harness.test_server_common
+    common = harness.common
     fixture = common.diffusion_server._get_wrapped_function()(_case(harness, "tiny_t2v"))
     ctx = next(fixture)
     try:
@@ -114,7 +114,7 @@ def test_perf_dump_matches_sglangs_report(harness, monkeypatch, tmp_path):
     import requests
 
     monkeypatch.setenv("SGLANG_TEST_SERVER_PORT", str(free_port()))
-    fixture = harness.test_server_common.diffusion_server._get_wrapped_function()(_case(harness, "tiny_t2i"))
+    fixture = harness.common.diffusion_server._get_wrapped_function()(_case(harness, "tiny_t2i"))
     ctx = next(fixture)
     try:
         dump = tmp_path / "dump" / "perf.json"

@@ -137,14 +137,14 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
         ),
         (
             [doc(result("a", "FAIL"))],
-            "results-1.json: scenarios.0.verdict: expected 'pass', 'fail', 'unguarded', 'unjudged', 'error' or "
+            "results-1.json: scenarios.0.verdict: expected 'pass', 'fail', 'inconclusive', 'unguarded', 'unjudged', 'error' or "
             "'skipped', got 'FAIL'",
         ),
         ([doc(result("a", ""))], "results-1.json: scenarios.0.verdict: expected 'pass', 'fail',"),
         (
             [doc(result("a", outcome="failed"))],
             "results-1.json: scenarios.0.outcome: outcome 'failed' does not follow from verdict 'pass' and "
-            "consistency None: expected one of pass, fail, error, skipped, unguarded, unjudged",
+            "consistency None: expected one of pass, fail, inconclusive, error, skipped, unguarded, unjudged",
         ),
         (
             [doc(result("a", outcome="pass", consistency={"status": "failed"}))],

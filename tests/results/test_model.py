@@ -28,6 +28,10 @@ from pytest_diffperf.results.model import FAILING, ScenarioResult, combine
         ("unjudged", "failed", "fail"),
         ("skipped", None, "skipped"),
         ("skipped", "skipped", "skipped"),
+        ("inconclusive", None, "inconclusive"),
+        ("inconclusive", "passed", "inconclusive"),
+        ("inconclusive", "skipped", "inconclusive"),
+        ("inconclusive", "failed", "fail"),
     ],
 )
 def test_outcome_combines_both_halves(verdict, consistency, outcome):
@@ -38,7 +42,7 @@ def test_outcome_combines_both_halves(verdict, consistency, outcome):
     assert (outcome in FAILING) == (outcome in ("fail", "error"))
 
 
-@pytest.mark.parametrize("verdict", ["FAIL", "failed", "ERROR", "", "inconclusive"])
+@pytest.mark.parametrize("verdict", ["FAIL", "failed", "ERROR", "", "regressed"])
 def test_unknown_verdicts_are_rejected(verdict):
     with pytest.raises(ValidationError, match="verdict"):
         ScenarioResult(scenario="s", verdict=verdict)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from pytest_diffperf.cases import CaseFile, load_case_file
-
-from .harness import SRC, Harness, load_harness
+from tests.support.sglang import SRC, Harness, available, load_harness
 
 
 @pytest.fixture(scope="session")
 def vendored() -> None:
-    if not (SRC / "sglang").is_dir():
+    if not available():
         pytest.skip("the vendored SGLang files (tests/vendor/sglang-data) are absent")
 
 

@@ -13,8 +13,7 @@ from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.platforms import PLATFORMS
 from pytest_diffperf.sglang import caselist, convert, standins, task_types
 from pytest_diffperf.sglang.source import locate
-
-from .harness import H100_BASELINES, SRC
+from tests.support.sglang import H100_BASELINES, SRC
 
 pytestmark = pytest.mark.usefixtures("vendored")
 GPU_CASES = SRC / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py"

@@ -8,12 +8,10 @@ from pytest_diffperf.cases import Case
 from pytest_diffperf.serving.client import request_body
 from pytest_diffperf.sglang.convert import convert
 
-from .harness import SERVER
-
 
 @pytest.fixture(scope="module")
 def configs(harness):
-    return harness.modules[f"{SERVER}.testcase_configs"]
+    return harness.configs
 
 
 def make(configs, modality: str, **sampling):

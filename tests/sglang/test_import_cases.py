@@ -8,8 +8,7 @@ import pytest
 
 from pytest_diffperf.cases import load_case_file, load_cases
 from pytest_diffperf.cli import main
-
-from .harness import H100_BASELINES, SRC
+from tests.support.sglang import H100_BASELINES, SRC
 
 pytestmark = pytest.mark.usefixtures("vendored")
 

@@ -16,8 +16,7 @@ import requests
 
 from pytest_diffperf.cases import Case
 from pytest_diffperf.serving import client
-
-from .harness import H100_BASELINES, Body, decode, write_input_image
+from tests.support.sglang import H100_BASELINES, Body, decode, write_input_image
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")

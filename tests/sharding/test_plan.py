@@ -12,14 +12,15 @@ import pytest
 
 from pytest_diffperf.perf.baselines import load_baselines, select_scenarios
 from pytest_diffperf.sharding.plan import assign, server_groups
+from tests.support.cli import Result, diffperf
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = ["data/perf_baselines/cpu.json", "--cases", "data/cases.json", "--hardware", "cpu", "--server", "reference"]
 
 
-def plan(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "pytest_diffperf.cli", "plan", *args]
-    return subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, env=env)
+def plan(*args: str, env: dict | None = None) -> Result:
+    """``diffperf plan ARGS`` in this process, paths relative to the repository."""
+    return diffperf("plan", *args, env=env, cwd=REPO)
 
 
 def test_h100_plans_are_balanced_and_cover_every_scenario_once(sglang_data):

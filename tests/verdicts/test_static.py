@@ -13,11 +13,14 @@ from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.verdicts.static import (
     StaticNoise,
     StaticPolicy,
+    forecast,
+    go_on,
     judge_scenario,
     judge_static,
     remeasure,
     scenario_verdict,
 )
+from pytest_diffperf.verdicts.vocab import STATIC_VERDICTS
 
 NOISE = StaticNoise(baseline=0.1, process=0.1, within=0.1, process_weight=8, within_weight=20)
 PR_TEST = Tolerances(e2e=0.25, denoise_stage=0.25, non_denoise_stage=0.8, denoise_step=0.3, denoise_agg=0.2)
@@ -141,13 +144,55 @@ def test_noise_by_check_kind():
 
 
 def test_remeasure_rule():
+    """Fails are re-measured; an inconclusive check only while the remaining attempts could decide it."""
     policy = StaticPolicy(max_attempts=3)
-    assert remeasure("fail", 1, policy)
-    assert remeasure("inconclusive", 2, policy)
-    assert not remeasure("pass", 1, policy)
-    assert not remeasure("fail", 3, policy)
+    check = e2e_check()  # limit 125 ms
+    far_above = judge_scenario([check], {"e2e": [[200.0] * 3]}, policy)  # [?, ?] above the limit at 3 attempts
+    assert far_above[0].verdict == "inconclusive"
+    assert remeasure(far_above, 1, policy)
+    assert not remeasure(far_above, 3, policy)  # the budget is spent
+    near = judge_scenario([check], {"e2e": [[100.0] * 3]}, policy)  # the limit lies within the noise
+    assert near[0].verdict == "inconclusive"
+    assert not remeasure(near, 1, policy)
+    failing = judge_scenario([check], {"e2e": [[500.0] * 3]}, policy)
+    assert failing[0].verdict == "fail"
+    assert remeasure(failing, 1, policy)
+    passing = judge_scenario([e2e_check(rel=4.0)], {"e2e": [[100.0] * 3]}, policy)
+    assert passing[0].verdict == "pass"
+    assert not remeasure(passing, 1, policy)
     with pytest.raises(ValueError, match="at least one attempt"):
-        remeasure("fail", 0, policy)
+        remeasure(failing, 0, policy)
+
+
+def test_forecast_at_the_last_attempt():
+    """At the estimate log 2: 3 attempts of 3 requests shrink se to the baseline's part and a third of the rest."""
+    noise = StaticPolicy().e2e
+    z = 3.0
+    se3 = math.sqrt(noise.baseline**2 + (noise.process**2 + math.pi / 2 * noise.within**2 / 3) / 3)
+    low, high = np.array(math.log(2) - 1.0), np.array(math.log(2) + 1.0)
+
+    def code(edge: float) -> str:
+        return STATIC_VERDICTS[int(forecast(low, high, np.array(edge), noise, z, np.array(3.0), 3))]
+
+    assert code(math.log(2) - z * se3 - 0.01) == "fail"
+    assert code(math.log(2) - z * se3 + 0.01) == "inconclusive"
+    assert code(math.log(2) + z * se3 + 0.01) == "pass"
+
+
+@pytest.mark.parametrize(
+    ("now", "later", "more"),
+    [
+        (["pass", "pass"], ["pass", "pass"], False),
+        (["fail", "pass"], ["fail", "pass"], True),  # a failure is confirmed on a fresh server
+        (["inconclusive", "pass"], ["fail", "pass"], True),
+        (["inconclusive", "inconclusive"], ["pass", "pass"], True),  # the scenario could still pass
+        (["inconclusive", "inconclusive"], ["pass", "inconclusive"], False),  # it cannot pass nor fail
+        (["inconclusive", "pass"], ["inconclusive", "pass"], False),
+    ],
+)
+def test_go_on(now, later, more):
+    codes = [np.array([STATIC_VERDICTS.index(v) for v in x], dtype=np.int8) for x in (now, later)]
+    assert bool(go_on(*codes)) is more
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,270 @@
+"""Judging one scenario A/B: the adaptive design over fresh server pairs, and its ``ScenarioResult``.
+
+:func:`pytest_diffperf.verdicts.ab.run` drives :class:`pytest_diffperf.serving.ab.ABServers`
+process pair by process pair and stops as soon as the verdict is decisive, or when the budget is
+spent. Timing verdicts map onto the scenario's: ``regressed`` fails, ``improved`` and
+``unchanged`` pass, ``inconclusive`` stays inconclusive. Memory peaks do not jitter: the
+candidate's are checked deterministically against the base's with the profile's tolerances and
+the one limit formula.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..cases import Case
+from ..perf import limits
+from ..perf.entry import entry_from_measurement
+from ..perf.measurement import Measurement
+from ..perf.schema import ScenarioBaseline, Tolerances
+from ..serving.ab import ABServers, PairRun, Side
+from ..serving.client import Output
+from ..serving.measure import Sample
+from ..verdicts.ab import ABResult, MetricResult, ProcessPairSamples, run
+from ..verdicts.attribution import Attribution
+from ..verdicts.design import ABDesign
+from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics
+from ..verdicts.noise import NoiseEstimate, estimate_noise
+from ..verdicts.vocab import Order, Verdict
+from .model import (
+    ABMetricRecord,
+    ABRecord,
+    AttributionRecord,
+    CheckRecord,
+    ScenarioResult,
+    ScenarioVerdict,
+    StageShareRecord,
+)
+from .tables import format_failures
+from .verdict import PERF_PREFIX, request_rows
+
+SCENARIO_VERDICT: dict[Verdict, ScenarioVerdict] = {
+    "regressed": "fail",
+    "improved": "pass",
+    "unchanged": "pass",
+    "inconclusive": "inconclusive",
+}
+
+
+@dataclass(frozen=True)
+class ABScenario:
+    """What the item needs back: the result, and the candidate's first output (for the consistency check)."""
+
+    result: ScenarioResult
+    output: Output | None
+
+
+def design_for(design: ABDesign, scenario_id: str) -> ABDesign:
+    """The design with a seed of the scenario's own: reruns repeat its orders, scenarios differ."""
+    return replace(design, seed=zlib.crc32(f"{design.seed}:{scenario_id}".encode()))
+
+
+def judge_ab(
+    scenario_id: str,
+    servers: ABServers,
+    design: ABDesign,
+    policy: VerdictPolicy,
+    tolerances: Tolerances,
+    preset: limits.Preset,
+    step_fractions: Sequence[float],
+) -> ABScenario:
+    """Run the scenario's A/B design on ``servers`` and judge it (see the module docstring)."""
+    runs: list[PairRun] = []
+
+    def measure(index: int, orders: tuple[Order, ...], start_order: Order) -> ProcessPairSamples:
+        pair = servers.measure_pair(index, orders, start_order)
+        runs.append(pair)
+        return pair_samples(pair)
+
+    started = time.monotonic()
+    ab = run(design_for(design, scenario_id), measure, policy)
+    wall_s = time.monotonic() - started
+    side = {s: measurement(runs, s, servers.case) for s in ("base", "candidate")}
+    memory = memory_checks(side["base"], side["candidate"], tolerances, preset, step_fractions)
+    record = ab_record(ab, servers, wall_s, [pair_samples(pair) for pair in runs])
+    failing = [r for r in memory if not r.passed]
+    verdict = "fail" if failing else SCENARIO_VERDICT[ab.verdict]
+    message = ""
+    if verdict != "pass":
+        message = f"{PERF_PREFIX} A/B against the base ({servers.sides['base'].spec.text}): {record.headline}"
+        message += "".join(f"\n  {m.text()}" for m in ab.metrics.values() if m.gated)
+        if failing:
+            message += f"\n  memory against the base's peaks:\n{format_failures(failing)}"
+    result = ScenarioResult(
+        scenario=scenario_id,
+        verdict=verdict,
+        checks=[_check_record(r) for r in memory],
+        measured=measured(ab, wall_s),
+        message=message,
+        ab=record,
+    )
+    result.rows = [
+        {"side": s, "process_pair": pair.index, **row}
+        for pair in runs
+        for s in ("base", "candidate")
+        for row in request_rows(
+            scenario_id, pair.samples[s], _measurement(pair.samples[s], servers.case, pair.load_ms[s]), step_fractions
+        )
+    ]
+    first = runs[0].samples["candidate"] if runs else []
+    return ABScenario(result, first[0].output if first else None)
+
+
+def pair_samples(pair: PairRun) -> ProcessPairSamples:
+    """One process pair's requests as the verdict statistics read them (e2e: the server's own)."""
+    records = {s: [x.record for x in pair.samples[s] if x.record is not None] for s in ("base", "candidate")}
+    denoising = frozenset().union(*(Measurement.from_records(r).denoising_stages for r in records.values()))
+    return ProcessPairSamples(
+        base=[record_metrics(r) for r in records["base"]],
+        candidate=[record_metrics(r) for r in records["candidate"]],
+        base_load_ms=pair.load_ms.get("base"),
+        candidate_load_ms=pair.load_ms.get("candidate"),
+        denoising=denoising,
+    )
+
+
+def _measurement(samples: Sequence[Sample], case: Case, load_ms: float | None) -> Measurement:
+    records = [s.record for s in samples if s.record is not None]
+    return Measurement.from_records(records, load_ms=load_ms, num_frames=case.num_frames, is_video=case.is_video)
+
+
+def measurement(runs: Sequence[PairRun], side: Side, case: Case) -> Measurement:
+    """Every request one side measured, over all its servers (load: one value per server)."""
+    records = [s.record for pair in runs for s in pair.samples[side] if s.record is not None]
+    one = Measurement.from_records(records, num_frames=case.num_frames, is_video=case.is_video)
+    loads = [ms for pair in runs if (ms := pair.load_ms.get(side)) is not None]
+    return replace(one, load_ms=loads)
+
+
+def memory_checks(
+    base: Measurement,
+    candidate: Measurement,
+    tolerances: Tolerances,
+    preset: limits.Preset,
+    step_fractions: Sequence[float],
+) -> list[limits.CheckResult]:
+    """The candidate's memory peaks against the base's (the base's as the baseline), by the limit formula."""
+    if not base.e2e_ms or not candidate.e2e_ms:
+        return []
+    baseline = ScenarioBaseline.model_validate(entry_from_measurement(base))
+    results = limits.evaluate(baseline, candidate, tolerances, preset, step_fractions=step_fractions)
+    return [r for r in results if r.check.unit == "MiB"]
+
+
+def ab_record(ab: ABResult, servers: ABServers, wall_s: float, pairs: Sequence[ProcessPairSamples]) -> ABRecord:
+    metrics = [_metric_record(m) for m in ab.metrics.values()]
+    for m in metrics:
+        estimate = run_noise(pairs, m.name)
+        if estimate is not None:
+            m.between, m.within = round(estimate.between, 4), round(estimate.within, 4)
+    return ABRecord(
+        verdict=ab.verdict,
+        headline=f"{ab.text()}, {wall_s:.0f} s",
+        base=servers.sides["base"].spec.text,
+        candidate=servers.sides["candidate"].spec.text,
+        process_pairs=ab.process_pairs,
+        requests=ab.requests,
+        wall_s=round(wall_s, 2),
+        stop=ab.stop,
+        metrics=metrics,
+        attribution=attribution_record(ab.attribution) if ab.attribution is not None else None,
+        servers=[dict(info) for info in servers.started],
+    )
+
+
+def run_noise(pairs: Sequence[ProcessPairSamples], name: str) -> NoiseEstimate | None:
+    """A metric's between- and within-pair noise in this run (None before two process pairs measured it)."""
+    if name == LOAD:
+        logs = [
+            [math.log(p.candidate_load_ms / p.base_load_ms)]
+            for p in pairs
+            if p.base_load_ms and p.candidate_load_ms and p.base_load_ms > 0 and p.candidate_load_ms > 0
+        ]
+    else:
+        logs = [
+            [
+                math.log(c[name] / b[name])
+                for b, c in zip(p.base, p.candidate, strict=True)
+                if b.get(name, 0) > 0 and c.get(name, 0) > 0
+            ]
+            for p in pairs
+        ]
+    logs = [x for x in logs if x]
+    return estimate_noise(logs) if len(logs) >= 2 else None
+
+
+def measured(ab: ABResult, wall_s: float) -> dict[str, float]:
+    """The figures JUnit carries: the candidate's and base's e2e medians, its ratio and interval, the cost."""
+    out = {
+        "ab_requests": float(ab.requests),
+        "ab_process_pairs": float(ab.process_pairs),
+        "ab_wall_s": round(wall_s, 2),
+    }
+    e2e = ab.metrics.get(E2E)
+    if e2e is not None:
+        values = {
+            "e2e_ms": e2e.candidate_ms,
+            "base_e2e_ms": e2e.base_ms,
+            "e2e_ratio": e2e.ratio,
+            "e2e_ratio_low": e2e.low,
+            "e2e_ratio_high": e2e.high,
+        }
+        out.update({k: round(v, 4) for k, v in values.items() if math.isfinite(v)})
+    return out
+
+
+def _f(x: float) -> float | None:
+    return round(x, 4) if math.isfinite(x) else None
+
+
+def _metric_record(m: MetricResult) -> ABMetricRecord:
+    return ABMetricRecord(
+        name=m.name,
+        gated=m.gated,
+        tolerance=m.tolerance,
+        ratio=_f(m.ratio),
+        low=_f(m.low),
+        high=_f(m.high),
+        verdict=m.verdict,
+        base_ms=_f(m.base_ms),
+        candidate_ms=_f(m.candidate_ms),
+        process_pairs=m.process_pairs,
+        request_pairs=m.request_pairs,
+        noisier_than_prior=m.noisier_than_prior,
+    )
+
+
+def attribution_record(a: Attribution) -> AttributionRecord:
+    stages = [
+        StageShareRecord(
+            stage=s.stage,
+            ratio=_f(s.ratio),
+            low=_f(s.low),
+            high=_f(s.high),
+            delta_ms=_f(s.delta_ms),
+            share=_f(s.share),
+            named=s.named,
+        )
+        for s in a.stages
+    ]
+    return AttributionRecord(
+        ratio=_f(a.ratio), low=_f(a.low), high=_f(a.high), delta_ms=_f(a.delta_ms), named=list(a.named), stages=stages
+    )
+
+
+def _check_record(r: limits.CheckResult) -> CheckRecord:
+    c = r.check
+    return CheckRecord(
+        name=c.name,
+        kind=c.kind,
+        actual=r.actual,
+        expected=c.expected,
+        limit=c.limit,
+        rel=c.rel,
+        pad=c.pad,
+        verdict=r.verdict,
+    )

@@ -1,0 +1,173 @@
+"""The verdict settings of a run: A/B against a base build, static mode's noise and re-measures, inconclusive.
+
+Read once from the options (one ``DiffperfError`` per bad value, before any server starts) and
+kept on the session: :class:`ABRun` owns one server pool per side for the whole run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal, TypeVar, get_args
+
+from ..cases import Case
+from ..errors import DiffperfError
+from ..perf.baselines import BaselineSet
+from ..perf.schema import Tolerances
+from ..platforms import canonical_platform
+from ..serving.ab import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
+from ..serving.launchers import Launcher, ServerSpec
+from ..serving.pool import ServerPool
+from ..serving.sidespec import parse_side_spec
+from ..sharding.devices import DeviceShare
+from ..verdicts.design import ABDesign
+from ..verdicts.metrics import VerdictPolicy
+from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_priors
+from ..verdicts.static import StaticPolicy
+from .options import Settings
+
+InconclusiveMode = Literal["report", "fail"]
+NoiseMode = Literal["auto", "on", "off"]
+C = TypeVar("C", bound=str)
+NOISE_PRIORS_MEASURED_ON = frozenset({"cpu"})  # the runner classes the default priors were measured on
+
+
+@dataclass
+class ABRun:
+    """A/B settings and one server pool per side, shared by every scenario of the run."""
+
+    sides: dict[Side, SideServer]
+    pools: dict[Side, ServerPool]
+    design: ABDesign
+    policy: VerdictPolicy
+    mode: ServerMode
+
+    def servers(self, case: Case, spec: ServerSpec, timeout: float) -> ABServers:
+        return ABServers(self.sides, self.pools, case, spec, timeout, self.mode)
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.release()
+
+
+def noise_priors(settings: Settings) -> NoisePriors | None:
+    """The calibration file of ``--diffperf-noise`` (None: the defaults, measured on cpu)."""
+    return read_priors(settings.diffperf_noise) if settings.diffperf_noise is not None else None
+
+
+def ab_policy(tolerances: Tolerances, override: str | None, priors: NoisePriors | None = None) -> VerdictPolicy:
+    """The profile's tolerances as A/B tolerances (``--diffperf-ab-tolerance`` replaces e2e's, the denoising
+    stage's and the step aggregates'); the calibrated priors where given, else the defaults."""
+    e2e, denoise, agg = tolerances.e2e, tolerances.denoise_stage, tolerances.denoise_agg
+    if override is not None:
+        e2e = denoise = agg = _fraction(override, "--diffperf-ab-tolerance")
+    d = VerdictPolicy() if priors is None else calibrated(VerdictPolicy(), priors.ab)
+    return replace(
+        d,
+        e2e=replace(d.e2e, tolerance=e2e),
+        denoising_stage=replace(d.denoising_stage, tolerance=denoise),
+        denoise_agg=replace(d.denoise_agg, tolerance=agg),
+        stage=replace(d.stage, tolerance=tolerances.non_denoise_stage),
+        load=replace(d.load, tolerance=tolerances.e2e if tolerances.load is None else tolerances.load),
+    )
+
+
+def ab_run(
+    settings: Settings,
+    baselines: BaselineSet,
+    priors: NoisePriors | None,
+    launcher: Launcher,
+    workdir: Path,
+    devices: DeviceShare,
+    progress: Callable[[str], None],
+) -> ABRun | None:
+    """The run's A/B settings (None without ``--diffperf-base``)."""
+    if settings.diffperf_base is None:
+        if settings.diffperf_candidate.strip() != "current":
+            raise DiffperfError(
+                "a candidate SPEC needs a base: add --diffperf-base SPEC", source="--diffperf-candidate"
+            )
+        return None
+    if settings.profile is None:
+        raise DiffperfError("A/B runs judge a profile's scenarios: add --diffperf=PROFILE", source="--diffperf-base")
+    if settings.regen_baselines or settings.regen_dry_run:
+        raise DiffperfError("regeneration measures one build: drop --diffperf-base", source="--diffperf-base")
+    tolerances = baselines.profile(settings.profile)
+    texts = {"base": settings.diffperf_base, "candidate": settings.diffperf_candidate}
+    sides = {
+        side: resolve_side(side, parse_side_spec(texts[side], f"--diffperf-{side}"), launcher, f"--diffperf-{side}")
+        for side in SIDES
+    }
+    design = ABDesign(
+        request_pairs=_count(settings.diffperf_ab_request_pairs, "--diffperf-ab-request-pairs"),
+        max_process_pairs=_count(settings.diffperf_ab_max_process_pairs, "--diffperf-ab-max-process-pairs"),
+        max_requests=_count(settings.diffperf_ab_max_requests, "--diffperf-ab-max-requests"),
+    )
+    policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors)
+    mode = _choice(settings.diffperf_ab_servers, SERVER_MODES, "--diffperf-ab-servers")
+    pools = {
+        side: ServerPool(
+            workdir / side,
+            settings.diffperf_startup_timeout,
+            progress,
+            devices.env,
+            devices.ports,
+            launcher=sides[side].launcher,
+        )
+        for side in SIDES
+    }
+    return ABRun(sides, pools, design, policy, mode)
+
+
+def inconclusive_mode(settings: Settings) -> InconclusiveMode:
+    return _choice(settings.diffperf_inconclusive, get_args(InconclusiveMode), "--diffperf-inconclusive")
+
+
+def static_policy(settings: Settings, priors: NoisePriors | None = None) -> StaticPolicy | None:
+    """How stored-baseline timing checks are judged: with the run's noise (a policy), or by SGLang's rule (None).
+
+    ``auto`` judges with the noise priors where they fit: the runner classes the defaults were
+    measured on, or any with calibrated static priors (``--diffperf-noise``).
+    """
+    mode = _choice(settings.diffperf_static_noise, get_args(NoiseMode), "--diffperf-static-noise")
+    attempts = _count(settings.diffperf_remeasure, "--diffperf-remeasure")
+    if mode == "off":
+        return None
+    hardware = canonical_platform(settings.diffperf_hardware) if settings.diffperf_hardware else None
+    calibrated_here = priors is not None and priors.static.given
+    if mode == "auto" and hardware not in NOISE_PRIORS_MEASURED_ON and not calibrated_here:
+        return None
+    policy = StaticPolicy(max_attempts=attempts)
+    return policy if priors is None else calibrated_static(policy, priors.static)
+
+
+def _count(raw: str, flag: str) -> int:
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise DiffperfError(f"expected an integer >= 1, got {raw!r}", source=flag)
+    return value
+
+
+def _fraction(raw: str, flag: str) -> float:
+    """``10%`` or ``0.1``: a fraction > 0."""
+    text = str(raw).strip()
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise DiffperfError(f"expected a fraction > 0 such as 0.1 or 10%, got {raw!r}", source=flag)
+    return value
+
+
+def _choice(raw: str, choices: tuple[C, ...], flag: str) -> C:
+    value = str(raw).strip().lower()
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise DiffperfError(f"expected one of {', '.join(choices)}, got {raw!r}", source=flag)

@@ -1,0 +1,44 @@
+"""Scenarios without a case, cases without a scenario, and cases not expressible yet: listed in the run.
+
+After collection (``-k`` and shards applied) the terminal shows those of the selected tests; under
+xdist, where the controller collects nothing, the terminal summary lists those of the tests that ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .report import SCENARIO_PROPERTY
+from .session import DiffperfSession
+from .stash import SCENARIO_KEY
+
+
+class UnmatchedReport:
+    def __init__(self, session: DiffperfSession):
+        self.session = session
+        self.listed = False  # listed after this process's collection
+        self.ran: list[str] = []
+
+    @pytest.hookimpl
+    def pytest_report_collectionfinish(
+        self, config: pytest.Config, start_path: Path, items: list[pytest.Item]
+    ) -> list[str]:
+        self.listed = True
+        scenarios = [s for item in items if (s := item.stash.get(SCENARIO_KEY, None)) is not None]
+        return self.session.unmatched(scenarios).lines()
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        scenario = dict(report.user_properties).get(SCENARIO_PROPERTY)
+        if report.when == "setup" and scenario is not None:
+            self.ran.append(str(scenario))
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        lines = [] if self.listed else self.session.unmatched(self.ran).lines()
+        if lines:
+            terminalreporter.section("diffperf: cases and scenarios that do not meet")
+            for line in lines:
+                terminalreporter.write_line(line)

@@ -1,0 +1,103 @@
+"""Noise priors calibrated for a runner class (``--diffperf-noise FILE``), and how they replace the defaults.
+
+The file holds what an A/A run on that runner class measured (``NoiseEstimate`` per metric: the
+``noise`` of each metric in an A/B results file), rounded up, for A/B and for static mode::
+
+    {"ab": {"e2e": {"between": 0.01, "within": 0.03}, "denoising_stage": {"between": 0.01, "within": 0.03},
+            "denoise_agg": {...}, "stage": {...}, "load": {"between": 0.05, "within": 0}},
+     "static": {"e2e": {"baseline": 0.03, "process": 0.02, "within": 0.03}, "denoise": {...}, "stage": {...},
+                "load": {...}}}
+
+Every key is optional; what the file leaves out keeps its default. Weights are the priors'
+(``between_weight``, ``within_weight``, ``process_weight``), default as in :class:`.noise.Noise`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._util.jsonfile import read_json_object, validate
+from .metrics import VerdictPolicy
+from .noise import Noise
+from .static import StaticNoise, StaticPolicy
+
+Sd = float  # natural-log units, about a relative sd
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class ABPrior(_Strict):
+    between: Sd = Field(ge=0)
+    within: Sd = Field(ge=0)
+    between_weight: float = Field(8.0, ge=0)
+    within_weight: float = Field(20.0, ge=0)
+
+    def noise(self) -> Noise:
+        return Noise(self.between, self.within, self.between_weight, self.within_weight)
+
+
+class StaticPrior(_Strict):
+    baseline: Sd = Field(ge=0)
+    process: Sd = Field(ge=0)
+    within: Sd = Field(ge=0)
+    process_weight: float = Field(8.0, ge=0)
+    within_weight: float = Field(20.0, ge=0)
+
+    def noise(self) -> StaticNoise:
+        return StaticNoise(self.baseline, self.process, self.within, self.process_weight, self.within_weight)
+
+
+class ABPriors(_Strict):
+    e2e: ABPrior | None = None
+    denoising_stage: ABPrior | None = None
+    denoise_agg: ABPrior | None = None
+    stage: ABPrior | None = None
+    load: ABPrior | None = None
+
+
+class StaticPriors(_Strict):
+    e2e: StaticPrior | None = None
+    denoise: StaticPrior | None = None
+    stage: StaticPrior | None = None
+    load: StaticPrior | None = None
+
+    @property
+    def given(self) -> bool:
+        return any(getattr(self, name) is not None for name in ("e2e", "denoise", "stage", "load"))
+
+
+class NoisePriors(_Strict):
+    """A calibration file: priors for A/B, for static mode, or both."""
+
+    ab: ABPriors = Field(default_factory=ABPriors)
+    static: StaticPriors = Field(default_factory=StaticPriors)
+
+
+def read_priors(path: Path) -> NoisePriors:
+    """A calibration file; one ``DiffperfError`` naming the file and the key per problem."""
+    return validate(NoisePriors, read_json_object(path), path, "")
+
+
+def calibrated(policy: VerdictPolicy, priors: ABPriors) -> VerdictPolicy:
+    """``policy`` with the file's A/B priors (tolerances, gates and weights of the budget kept)."""
+    changes = {
+        name: replace(getattr(policy, name), noise=prior.noise())
+        for name in ("e2e", "denoising_stage", "denoise_agg", "stage", "load")
+        if (prior := getattr(priors, name)) is not None
+    }
+    return replace(policy, **changes)
+
+
+def calibrated_static(policy: StaticPolicy, priors: StaticPriors) -> StaticPolicy:
+    """``policy`` with the file's static priors."""
+    changes = {
+        name: prior.noise()
+        for name in ("e2e", "denoise", "stage", "load")
+        if (prior := getattr(priors, name)) is not None
+    }
+    return replace(policy, **changes)

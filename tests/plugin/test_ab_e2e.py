@@ -1,0 +1,108 @@
+"""A/B runs end to end: base and candidate reference servers, verdicts on injected delays, never on raw speed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_diffperf.protocol import PERF_LOG_FILE
+from pytest_diffperf.sharding.devices import WORKER_PORTS
+from tests.support.suite import GENEROUS, refservers, results, tiny_case
+
+pytestmark = pytest.mark.server  # starts server processes
+
+# A tiny case's e2e is 40-200 ms here: a 150 ms sleep inside DenoisingStage more than doubles e2e, far beyond
+# what a busy 2-core machine's noise can hide or fake within one process pair.
+SLOWER = "--diffperf-candidate=args=--inject-delay DenoisingStage=150"
+
+
+def ab(suite, *cases: dict) -> list[str]:
+    """A/B against the current build, at a 10 % tolerance (the suite fixture's profile allows 200 %)."""
+    return [
+        *suite(list(cases), {c["id"]: GENEROUS for c in cases}),
+        "--diffperf-base=current",
+        "--diffperf-ab-tolerance=10%",
+    ]
+
+
+def timestamps(server: dict) -> list[str]:
+    log = Path(server["log"]).parent / PERF_LOG_FILE
+    return [json.loads(line)["timestamp"] for line in log.read_text().splitlines()]
+
+
+def test_an_injected_regression_is_regressed_with_the_stage_named(pytester, suite):
+    args = ab(suite, tiny_case("tiny", perf_warmup_requests=1))
+    result = pytester.runpytest(*args, SLOWER, "--junitxml=junit.xml")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "PERFORMANCE: A/B against the base (current): regressed: e2e +" in out
+    assert "DenoisingStage +" in out and "explains" in out
+    assert "Traceback" not in out
+    scenario = results(pytester)["scenarios"][0]
+    assert (scenario["verdict"], scenario["outcome"]) == ("fail", "fail")
+    record = scenario["ab"]
+    assert record["verdict"] == "regressed"
+    assert record["attribution"]["named"][0] == "DenoisingStage"
+    assert record["candidate"] == "args=--inject-delay DenoisingStage=150"
+    e2e = next(m for m in record["metrics"] if m["name"] == "e2e")
+    assert e2e["verdict"] == "regressed" and e2e["low"] > 1.0 and e2e["gated"]
+    pairs = record["process_pairs"]
+    assert record["requests"] == 8 * pairs and record["wall_s"] > 0 and record["stop"] == "decisive"
+    assert sorted(s["side"] for s in record["servers"]) == ["base"] * pairs + ["candidate"] * pairs
+    rows = results(pytester)["rows"]
+    assert sorted(r["side"] for r in rows) == ["base"] * 4 * pairs + ["candidate"] * 4 * pairs
+    junit = (pytester.path / "junit.xml").read_text()
+    assert f'<property name="diffperf_ab_requests" value="{float(8 * pairs)}"' in junit
+    assert '<property name="diffperf_e2e_ratio"' in junit
+    assert not refservers()
+
+
+def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytester, suite):
+    """One process pair cannot rule out a 10 % change (the between-process prior alone is wider): inconclusive."""
+    args = ab(suite, tiny_case("same"))
+    reported = pytester.runpytest(*args, "--diffperf-ab-max-process-pairs=1", "-v")
+    assert reported.ret == 0
+    assert reported.parseoutcomes() == {"inconclusive": 1}
+    reported.stdout.fnmatch_lines(["*baselines.json::same INCONCLUSIVE*", "*same *INCONCLUSIVE*"])
+    scenario = results(pytester)["scenarios"][0]
+    assert scenario["ab"]["verdict"] == "inconclusive"
+    assert (scenario["verdict"], scenario["outcome"]) == ("inconclusive", "inconclusive")
+    assert scenario["ab"]["stop"] == "budget"
+    base, candidate = (
+        next(s for s in scenario["ab"]["servers"] if s["side"] == side) for side in ("base", "candidate")
+    )
+    stamps = sorted([(t, "base") for t in timestamps(base)] + [(t, "candidate") for t in timestamps(candidate)])
+    assert len({side for _, side in stamps[:2]}) == 2  # together: the sides' requests alternate
+
+    failing = pytester.runpytest(
+        *args,
+        "--diffperf-ab-max-process-pairs=1",
+        "--diffperf-inconclusive=fail",
+        "--diffperf-ab-servers=one-at-a-time",
+    )
+    failing.assert_outcomes(failed=1)
+    assert "PERFORMANCE: A/B against the base (current): inconclusive: e2e " in failing.stdout.str()
+    scenario = results(pytester)["scenarios"][0]
+    assert scenario["ab"]["verdict"] == "inconclusive"
+    first, second = scenario["ab"]["servers"]
+    assert max(timestamps(first)) < min(
+        timestamps(second)
+    )  # one at a time: the first server's requests, then the other's
+    assert not refservers()
+
+
+def test_xdist_workers_run_their_own_server_pairs(pytester, suite):
+    """Two server groups on two workers: each worker's server pairs use its own slice of the ports."""
+    args = ab(suite, tiny_case("one", perf_warmup_requests=1), tiny_case("two", model="tiny/sd-t2i", seed=3))
+    result = pytester.runpytest(*args, SLOWER, "-n", "2")
+    result.assert_outcomes(failed=2)
+    doc = results(pytester)
+    assert {s["scenario"]: s["ab"]["verdict"] for s in doc["scenarios"]} == {"one": "regressed", "two": "regressed"}
+    half = WORKER_PORTS.start + len(WORKER_PORTS) // 2
+    halves = {s["scenario"]: {server["port"] < half for server in s["ab"]["servers"]} for s in doc["scenarios"]}
+    assert sorted(map(sorted, halves.values())) == [[False], [True]], (
+        halves
+    )  # one worker each, all its ports in its slice
+    assert not refservers()

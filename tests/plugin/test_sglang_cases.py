@@ -1,0 +1,164 @@
+"""SGLang's own case lists under pytest: the items of its h100 suites, what does not meet, suites, the installed package.
+
+No server is started: collection only, or scenarios that are skipped or fail before a server is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.support.sglang import H100_BASELINES, SRC, VENDORED, available
+
+pytestmark = pytest.mark.skipif(not available(), reason="the vendored SGLang files are absent")
+
+GPU_CASES = SRC / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py"
+FOUR_GPU = ["minimax_h3_fl2va_first_frame_4gpu_h100", "vdn_h3_t2va_4gpu_h100", "fasth3_t2va_vsa_4gpu_h100"]
+NOT_EXPRESSIBLE = {
+    "pi05_action_http": "an action policy output (/v1/actions/generations)",
+    "flux3_action_http": "an action policy output (/v1/actions/generations)",
+    "flux_2_ti2i_multi_image_cache_dit": "an edit of 2 input images",
+    "qwen_image_edit_2509_ti2i": "an image edit whose input images are sent to the server as URLs (multipart url[])",
+    "qwen_image_layered_i2i": "an image edit whose input images are sent to the server as URLs (multipart url[])",
+    "hunyuan3d_shape_gen": "a mesh (/v1/meshes)",
+    "lingbot_world_realtime_plastic_beach": "a realtime video over the websocket API (/v1/realtime_video)",
+}
+
+
+def h100_args(cases: str = str(GPU_CASES)) -> list[str]:
+    """The maintainer's command on SGLang 0.5.23's h100 files."""
+    return [
+        "--diffperf=pr_test",
+        f"--diffperf-baselines={VENDORED / 'perf_baselines'}",
+        "--diffperf-hardware=h100",
+        "--diffperf-server=sglang",
+        f"--diffperf-cases={cases}",
+        "-p", "no:cacheprovider",
+    ]  # fmt: skip
+
+
+def collected(result) -> list[str]:
+    return [line.split("::", 1)[1] for line in result.outlines if "::" in line]
+
+
+def test_the_h100_suites_collect_every_scenario_then_the_cases_without_one(pytester):
+    result = pytester.runpytest(*h100_args(), "--co", "-q")
+    assert result.ret == 0
+    scenarios = list(json.loads(H100_BASELINES.read_text())["scenarios"])
+    items = collected(result)
+    assert sorted(items) == sorted(scenarios + FOUR_GPU)  # in server groups: each group's scenarios adjacent
+    assert (len(items), len(scenarios)) == (87, 84)
+    assert items[:2] == ["sana_wm_ti2v", "sana_video_2b_t2v"]  # groups in order of first appearance
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: 2 scenario(s) without a case (they fail): ideogram4_fp8_t2i, flux2_modelopt_fp8_t2i",
+            "diffperf: 3 case(s) without a baseline scenario (they fail, printing the baseline to add): "
+            + ", ".join(FOUR_GPU),
+            "diffperf: 7 case(s) of SGLang's the plugin cannot run (skipped):",
+        ]
+    )
+    for case_id, reason in NOT_EXPRESSIBLE.items():
+        result.stdout.fnmatch_lines([f"diffperf:   {case_id}: not expressible yet: {reason}"])
+
+
+def test_what_does_not_meet_is_listed_for_the_selected_tests_only_and_skipped_with_its_reason(pytester):
+    result = pytester.runpytest(*h100_args(), "-k", "hunyuan3d_shape_gen or ideogram4_fp8_t2i or pi05", "-rs")
+    result.assert_outcomes(skipped=2, failed=1, deselected=84)  # nothing started: no case has a server to ask for
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: 1 scenario(s) without a case (they fail): ideogram4_fp8_t2i",
+            "diffperf: 2 case(s) of SGLang's the plugin cannot run (skipped):",
+            "diffperf:   pi05_action_http: not expressible yet: *",
+            "diffperf:   hunyuan3d_shape_gen: not expressible yet: a mesh (/v1/meshes)",
+            "SKIPPED*hunyuan3d_shape_gen: not expressible yet: a mesh (/v1/meshes)",
+        ]
+    )
+    assert "flux2_modelopt_fp8_t2i" not in out and "without a baseline scenario" not in out
+    assert f"scenario 'ideogram4_fp8_t2i' has a baseline in {H100_BASELINES} but no case definition" in out
+
+
+def test_suites_choose_the_lists_read(pytester):
+    result = pytester.runpytest(*h100_args(), "--diffperf-suites=4-gpu-h100", "--co")
+    assert collected(result) == []  # not -q: the tree, not node ids
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: suites=4-gpu-h100",
+            "diffperf: 84 scenario(s) without a case (they fail): *",
+            "*87 tests collected*",
+        ]
+    )
+    both = pytester.runpytest(*h100_args(), "--diffperf-suites= 1-gpu , 4-gpu-h100", "--co", "-q")
+    both.stdout.fnmatch_lines(["diffperf: * scenario(s) without a case (they fail): *qwen_image_t2i_2_gpus*"])
+    assert "without a baseline scenario" in both.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--diffperf-suites=3-gpu"],
+            f"ERROR: diffperf: {GPU_CASES}: suite: unknown suite '3-gpu'; on h100 SGLang has: 1-gpu, *",
+        ),
+        (
+            ["--diffperf-suites=1-gpu", "--diffperf-cases=cases.json"],
+            "ERROR: diffperf: --diffperf-suites: suites are read from SGLang's case lists, and */cases.json is a "
+            "JSON case file: drop --diffperf-suites, or pass gpu_cases.py (or diffperf import-cases --suite) instead",
+        ),
+    ],
+)
+def test_bad_suites_are_one_line_errors(pytester, extra, message):
+    (pytester.path / "cases.json").write_text('{"cases": []}')
+    result = pytester.runpytest(*h100_args(), *extra, "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_suites_without_case_lists_say_what_is_missing(pytester):
+    result = pytester.runpytest(
+        f"--diffperf-baselines={H100_BASELINES}", "--diffperf=pr_test", "--diffperf-suites=1-gpu"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: diffperf: --diffperf-suites: needs SGLang's case lists: pass --diffperf-cases too"]
+    )
+
+
+def test_the_word_sglang_is_the_installed_package_even_beside_a_folder_of_that_name(pytester, monkeypatch):
+    site = pytester.path / "site"
+    shutil.copytree(SRC / "sglang", site / "sglang")
+    monkeypatch.syspath_prepend(str(site))
+    (pytester.path / "sglang").mkdir()  # a folder named sglang where pytest runs: not what the word means
+    result = pytester.runpytest(*h100_args("sglang"), "--co")
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: cases=sglang",
+            f"diffperf: SGLang's case lists {site / 'sglang' / 'multimodal_gen' / 'test' / 'server' / 'gpu_cases.py'}"
+            " as on h100 (loaded with stand-ins): 78 case(s), 7 not expressible yet",
+            "diffperf: note: the installed sglang does not import *",
+            "*87 tests collected*",
+        ]
+    )
+
+
+def test_diffperf_plan_shards_sglangs_lists_as_the_run_does(pytester, capsys):
+    """With a not-expressible case that has no baseline scenario: collected (to be skipped) on both sides."""
+    from pytest_diffperf.cli import main
+
+    doc = json.loads(H100_BASELINES.read_text())
+    del doc["scenarios"]["hunyuan3d_shape_gen"]
+    folder = pytester.path / "perf_baselines"
+    folder.mkdir()
+    (folder / "h100.json").write_text(json.dumps(doc))
+    argv = ["plan", str(folder), "--hardware", "h100", "--cases", str(GPU_CASES), "--server", "sglang"]
+    assert main([*argv, "--shards", "3"]) == 0
+    planned = json.loads(capsys.readouterr().out)["include"]
+    args = [a if not a.startswith("--diffperf-baselines=") else f"--diffperf-baselines={folder}" for a in h100_args()]
+    for entry in planned:
+        result = pytester.runpytest(*args, f"--diffperf-shard={entry['shard']}/3", "--co", "-q")
+        assert sorted(collected(result)) == sorted(entry["scenarios"]), entry["shard"]
+    assert sum(len(e["scenarios"]) for e in planned) == 87  # 83 scenarios, 3 cases without one, hunyuan3d_shape_gen
+    assert any("hunyuan3d_shape_gen" in e["scenarios"] for e in planned)

@@ -1,0 +1,90 @@
+"""The verdict options (A/B SPECs and budgets, inconclusive, static noise, re-measures): each mistake is one line."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pytest_diffperf.perf.schema import Tolerances
+from pytest_diffperf.suite.ab import ab_policy
+from tests.support.suite import GENEROUS, tiny_case
+
+MISTAKES = [
+    (
+        ["--diffperf-base= ; "],
+        "--diffperf-base: expected 'current' or KEY=VALUE items separated by ';', got an empty SPEC",
+    ),
+    (["--diffperf-base=pyhton=/x"], "--diffperf-base: pyhton: unknown key 'pyhton'; expected one of python, program,"),
+    (
+        ["--diffperf-base=python=/no/such/python"],
+        "--diffperf-base: python: '/no/such/python' is not an executable file",
+    ),
+    (["--diffperf-base=current", "--diffperf-candidate=args"], "--diffperf-candidate: expected KEY=VALUE, got 'args'"),
+    (
+        ["--diffperf-candidate=args=--x"],
+        "--diffperf-candidate: a candidate SPEC needs a base: add --diffperf-base SPEC",
+    ),
+    (["--diffperf-base=current", "--regen-baselines"], "--diffperf-base: regeneration measures one build"),
+    (
+        ["--diffperf-base=current", "--diffperf-ab-request-pairs=0"],
+        "--diffperf-ab-request-pairs: expected an integer >= 1, got '0'",
+    ),
+    (["--diffperf-base=current", "--diffperf-ab-max-requests=4"], "A/B budget: the budget allows 0 process pair(s)"),
+    (
+        ["--diffperf-base=current", "--diffperf-ab-tolerance=ten"],
+        "--diffperf-ab-tolerance: expected a fraction > 0 such as",
+    ),
+    (
+        ["--diffperf-base=current", "--diffperf-ab-servers=both"],
+        "--diffperf-ab-servers: expected one of together, one-at-a-time, got 'both'",
+    ),
+    (["--diffperf-inconclusive=pass"], "--diffperf-inconclusive: expected one of report, fail, got 'pass'"),
+    (["--diffperf-static-noise=maybe"], "--diffperf-static-noise: expected one of auto, on, off, got 'maybe'"),
+    (["--diffperf-remeasure=none"], "--diffperf-remeasure: expected an integer >= 1, got 'none'"),
+    (["--diffperf-noise=missing.json"], "missing.json: file not found"),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"), MISTAKES, ids=[m[1].split(":")[0] + f"-{i}" for i, m in enumerate(MISTAKES)]
+)
+def test_mistakes_are_one_line_without_traceback_and_leave_nothing(pytester, suite, extra, expected):
+    args = suite([tiny_case("a")], {"a": GENEROUS})
+    before = set(Path(tempfile.gettempdir()).glob("diffperf-*"))
+    result = pytester.runpytest(*args, *extra)
+    err = result.stderr.str()
+    assert result.ret == 4, err
+    assert expected in err, err
+    assert "Traceback" not in err and err.count("ERROR: diffperf:") == 1
+    assert set(Path(tempfile.gettempdir()).glob("diffperf-*")) == before  # no work folder left behind
+
+
+def test_a_b_needs_a_profile(pytester, suite):
+    args = [a for a in suite([tiny_case("a")], {"a": GENEROUS}) if not a.startswith("--diffperf=")]
+    result = pytester.runpytest(*args, "--diffperf-base=current", "--regen-dry-run")
+    assert result.ret == 4
+    assert "--diffperf-base: A/B runs judge a profile's scenarios: add --diffperf=PROFILE" in result.stderr.str()
+
+
+def test_the_header_names_both_sides(pytester, suite):
+    args = suite([tiny_case("a")], {"a": GENEROUS})
+    result = pytester.runpytest(
+        *args, "--diffperf-base=current", "--diffperf-candidate=args=--inject-delay DenoisingStage=5", "--collect-only"
+    )
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["diffperf: base=current", "diffperf: candidate=args=--inject-delay DenoisingStage=5"])
+
+
+def test_a_b_tolerances_are_the_profiles_unless_given():
+    profile = Tolerances(
+        e2e=0.25, denoise_stage=0.3, non_denoise_stage=0.8, denoise_step=0.3, denoise_agg=0.2, load=0.5
+    )
+    policy = ab_policy(profile, None)
+    assert (policy.e2e.tolerance, policy.denoising_stage.tolerance, policy.denoise_agg.tolerance) == (0.25, 0.3, 0.2)
+    assert (policy.stage.tolerance, policy.load.tolerance) == (0.8, 0.5)
+    assert policy.e2e.gated and policy.denoising_stage.gated and not policy.stage.gated
+    given = ab_policy(profile, "10%")
+    assert (given.e2e.tolerance, given.denoising_stage.tolerance, given.denoise_agg.tolerance) == (0.1, 0.1, 0.1)
+    assert given.stage.tolerance == 0.8
