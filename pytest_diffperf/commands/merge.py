@@ -60,10 +60,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"diffperf merge: {len(args.files)} file(s), {counts}")
     for line in format_table(summary_table(results), right_from=None):
         print(line)
-    for result in results:
-        if result.outcome in FAILING:
-            reason = result.message if result.verdict in FAILING else (result.consistency or {}).get("message", "")
-            print(f"{result.outcome.upper()} {result.scenario}: {(reason.strip().splitlines() or ['-'])[0]}")
     if absent:
         print(f"{len(absent)} scenario(s) of {args.expect_all} ran in no shard: {', '.join(absent)}")
     if args.output:
