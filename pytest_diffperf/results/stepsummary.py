@@ -13,7 +13,7 @@ from typing import Any
 
 from .model import OUTCOMES, CheckRecord, ScenarioResult
 from .provenance import Provenance
-from .tables import change, check_text, e2e_of, failing_checks, limiting, num, pct, reason
+from .tables import change, e2e_of, failing_checks, limiting_text, noise_text, num, pct, reason
 
 ICONS = {
     "pass": "✅",
@@ -76,10 +76,9 @@ def markdown(
     lines.append("|---|---|---|---:|---:|---:|---|")
     for r in results:
         actual, expected = e2e_of(r)
-        check = limiting(r)
         lines.append(
             f"| {ICONS.get(r.outcome, '•')} | {_cell(r.scenario)} | {r.outcome} | {num(actual)} | {num(expected)} | "
-            f"{pct(change(actual, expected)) if expected else '-'} | {_cell(check_text(check)) if check else '-'} |"
+            f"{pct(change(actual, expected)) if expected else '-'} | {_cell(limiting_text(r))} |"
         )
     lines.append("")
     for r in results:
@@ -92,10 +91,18 @@ def markdown(
 
 def _regressions(results: Sequence[ScenarioResult]) -> list[str]:
     rows = [(r, c) for r in results if r.verdict == "fail" for c in failing_checks(r)]
-    if not rows:
+    regressed = [(r, m) for r in results if r.ab is not None for m in r.ab.metrics if m.verdict == "regressed"]
+    if not rows and not regressed:
         return []
     lines = ["#### Regressions", "", "| scenario | check | actual | expected | Δ | limit | allowed | stage |"]
     lines.append("|---|---|---:|---:|---:|---:|---:|---|")
+    for r, m in regressed:  # A/B: the candidate against the base, the ratio's interval against the tolerance
+        interval = f" [{pct(m.low - 1)}, {pct(m.high - 1)}]" if m.low is not None and m.high is not None else ""
+        lines.append(
+            f"| {_cell(r.scenario)} | A/B {_cell(m.name)} | {num(m.candidate_ms)} ms | {num(m.base_ms)} (base) | "
+            f"{pct(m.ratio - 1) if m.ratio is not None else '-'}{interval} | - | ±{m.tolerance:.1%} | "
+            f"{_cell(m.name.removeprefix('stage[').removesuffix(']')) if m.name.startswith('stage[') else '-'} |"
+        )
     for r, c in rows:
         unit = "MiB" if c.kind in MEMORY_KINDS else "ms"
         actual = f"{c.actual:.2f} {unit}" if c.actual is not None else "missing"
@@ -120,14 +127,12 @@ def _details(r: ScenarioResult) -> list[str]:
         lines += ["| check | actual | expected | Δ | limit | verdict |", "|---|---:|---:|---:|---:|---|"]
         lines += [
             f"| {_cell(c.name)} | {num(c.actual)} | {c.expected:.2f} | {pct(change(c.actual, c.expected))} | "
-            f"{c.limit:.2f} | {c.verdict} |"
+            f"{c.limit:.2f} | {c.verdict}{_cell(noise_text(r, c.name))} |"
             for c in r.checks
         ]
         lines.append("")
-    extra = r.model_dump()
-    ab = extra.get("ab")
-    if isinstance(ab, Mapping) and ab.get("headline"):
-        lines += [f"A/B: {_cell(str(ab['headline']))}", ""]
+    if r.ab is not None:
+        lines += [f"A/B against `{_cell(r.ab.base)}`: {_cell(r.ab.headline)}", ""]
     if r.consistency:
         lines += [f"Output: {r.consistency.get('status')}" + _worst(r.consistency), ""]
     if r.server:

@@ -141,23 +141,52 @@ def _cut(text: str, width: int = REASON_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
+def ab_text(result: ScenarioResult) -> str:
+    """An A/B run's e2e on one line: ``A/B e2e +12.0% [+8.0%, +16.0%] regressed`` ('' without one)."""
+    ab = result.ab
+    e2e = ab.metric("e2e") if ab is not None else None
+    if ab is None or e2e is None or e2e.ratio is None:
+        return f"A/B {ab.verdict}" if ab is not None else ""
+    interval = f" [{pct(e2e.low - 1)}, {pct(e2e.high - 1)}]" if e2e.low is not None and e2e.high is not None else ""
+    return f"A/B e2e {pct(e2e.ratio - 1)}{interval} {ab.verdict}"
+
+
+def noise_text(result: ScenarioResult, name: str) -> str:
+    """A check's interval when the run judged it with its noise: `` [+1.0%, +9.0%] of 3 processes`` ('' if not)."""
+    noisy = next((c for c in result.noise.checks if c.name == name), None) if result.noise is not None else None
+    if noisy is None:
+        return ""
+    low, high = change(noisy.low, noisy.expected), change(noisy.high, noisy.expected)
+    return f" [{pct(low)}, {pct(high)}] of {noisy.processes} process(es)"
+
+
 def e2e_of(result: ScenarioResult) -> tuple[float | None, float | None]:
-    """The judged e2e and its expected value (None when unknown)."""
+    """The judged e2e and its expected value (None when unknown); for an A/B run, the candidate's and the base's."""
+    if result.ab is not None and (m := result.ab.metric("e2e")) is not None and m.candidate_ms is not None:
+        return m.candidate_ms, m.base_ms
     e2e = result.check("e2e")
     actual = e2e.actual if e2e is not None and e2e.actual is not None else result.measured.get("e2e_ms")
     return actual, (e2e.expected if e2e is not None else None)
 
 
+def limiting_text(result: ScenarioResult) -> str:
+    """The summary's limiting-check cell: an A/B run's e2e interval, else the limiting check (with its interval
+    when the run judged it with its noise)."""
+    if result.ab is not None:
+        return ab_text(result)
+    check = limiting(result)
+    return check_text(check) + noise_text(result, check.name) if check is not None else "-"
+
+
 def summary_row(result: ScenarioResult) -> list[str]:
     actual, expected = e2e_of(result)
-    check = limiting(result)
     return [
         result.scenario,
         result.outcome,
         num(actual),
         num(expected),
         pct(change(actual, expected)) if expected else "-",
-        check_text(check) if check is not None else "-",
+        limiting_text(result),
         reason(result),
     ]
 

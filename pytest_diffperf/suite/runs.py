@@ -26,7 +26,6 @@ from . import junit
 from .logdir import WorkerLogDir, distributed
 from .options import LAST
 from .session import DiffperfSession
-from .stale import StaleReport
 
 COMPARED_KEY: pytest.StashKey[tuple[str, dict[str, Any]]] = pytest.StashKey()  # (what, its results document)
 
@@ -49,7 +48,6 @@ def configure_reporting(config: pytest.Config, session: DiffperfSession) -> None
     if distributed(config):
         config.pluginmanager.register(WorkerLogDir(session.workdir), "diffperf-worker-logs")
     junit.register(config)
-    config.pluginmanager.register(StaleReport(session, config), "diffperf-stale")
 
 
 def earlier_run(given: Path, history_dir: Path | None) -> tuple[str, dict[str, Any]]:

@@ -201,7 +201,7 @@ class Unmatched:
         if self.no_scenario:
             lines.append(
                 f"diffperf: {len(self.no_scenario)} case(s) without a baseline scenario (they fail, printing the "
-                f"baseline to add): {', '.join(self.no_scenario)}"
+                f"baseline to add; pytest --regen-baselines -k ID writes it): {', '.join(self.no_scenario)}"
             )
         if self.not_expressible:
             lines.append(f"diffperf: {len(self.not_expressible)} case(s) of SGLang's the plugin cannot run (skipped):")
