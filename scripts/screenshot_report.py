@@ -25,9 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("output", type=Path, help="the PNG to write")
     parser.add_argument("--width", type=int, default=1280, help="window width in CSS pixels (default: 1280)")
     parser.add_argument("--height", type=int, default=5000, help="window height: the part of the page shot")
-    parser.add_argument(
-        "--browser", help="the Chromium binary (default: the first of %s on PATH)" % ", ".join(BROWSERS)
-    )
+    parser.add_argument("--browser", help=f"the Chromium binary (default: the first of {', '.join(BROWSERS)} on PATH)")
     args = parser.parse_args(argv)
     browser = args.browser or next((b for b in map(shutil.which, BROWSERS) if b), None)
     if browser is None:
