@@ -52,7 +52,10 @@ def pytest_configure(config: pytest.Config) -> None:
             start_regen(config, session)
         configure_reporting(config, session)
     except DiffperfError as exc:
-        raise pytest.UsageError(f"diffperf: {exc}") from None
+        from .suite.options import detached_paths_note
+
+        note = detached_paths_note(config)
+        raise pytest.UsageError(f"diffperf: {exc}" + (f"\ndiffperf: note: {note}" if note else "")) from None
     config.stash[SESSION_KEY] = session
     configure_xdist(config, session)
     if config.args_source != pytest.Config.ArgsSource.ARGS:

@@ -262,3 +262,31 @@ def ground_truth_requested(config: pytest.Config, env: Mapping[str, str] = os.en
     if truthy(option_value(config, "regen_ground_truth")):
         return True
     return truthy(env.get(GT_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
+
+
+def detached_paths(config: pytest.Config) -> list[tuple[str, str]]:
+    """Path options written as two words whose value exists (``--diffperf-cases /tmp/x.json``): (flag, value).
+
+    pytest picks the rootdir, and with it the ini file, from the existing paths among the arguments
+    before it knows the plugin's options, so such a value counts as a test path there (the ``=``
+    form does not)."""
+    args = [str(a) for a in config.invocation_params.args]
+    flags = {opt.flag for opt in OPTIONS if opt.is_path}
+    return [
+        (arg, args[i + 1])
+        for i, arg in enumerate(args[:-1])
+        if arg in flags and (config.invocation_params.dir / args[i + 1]).exists()
+    ]
+
+
+def detached_paths_note(config: pytest.Config) -> str:
+    """What to do about ``detached_paths`` ('' when there are none)."""
+    found = detached_paths(config)
+    if not found:
+        return ""
+    written = ", ".join(f"{flag}={value}" for flag, value in found)
+    ini = config.inipath or "none"
+    return (
+        f"pytest took {', '.join(value for _, value in found)} for test path(s) when it chose the rootdir "
+        f"({config.rootpath}, ini file: {ini}): write {written} (with '=')"
+    )

@@ -67,12 +67,15 @@ class ResultsCollector:
         session = get_session(config)
         if session is None:
             return []
+        from .options import detached_paths_note
         from .runs import case_file_lines
 
+        note = detached_paths_note(config)
         return [
             f"diffperf: {self.provenance(session).line()}",
             describe(config, session.workdir),
             *case_file_lines(session),
+            *([f"diffperf: warning: {note}"] if note else []),
         ]
 
     def provenance(self, session: DiffperfSession) -> Provenance:
