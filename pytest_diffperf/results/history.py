@@ -26,7 +26,7 @@ from typing import Any
 from .._util.atomicfile import dumps_json, write_atomic
 from ..errors import DiffperfError
 from ..verdicts.changepoint import ALPHA, MIN_CHANGE, MIN_SIZE, ChangePoint, change_points
-from .merge import read_results
+from .merge import read_results, scenarios_with_rows
 
 METRICS = ("e2e_ms", "load_ms", "avg_step_ms", "median_step_ms")
 STAGE_PREFIX = "stage:"
@@ -139,7 +139,7 @@ def series(
     names: dict[str, None] = {}
     per_run: list[dict[str, dict[str, Any]]] = []
     for run in runs:
-        scenarios = {s["scenario"]: s for s in run.document["scenarios"]}
+        scenarios = {s["scenario"]: s for s in scenarios_with_rows(run.document)}
         per_run.append(scenarios)
         names.update(dict.fromkeys(scenarios))
     labels = tuple(run.label for run in runs)

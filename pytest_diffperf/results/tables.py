@@ -4,7 +4,8 @@ Words are the outcome vocabulary of :mod:`.model` (``pass``, ``fail``, ``error``
 results file, JUnit and ``diffperf merge``. Changes are ``actual / expected - 1`` (``Δ``); a check's
 ``allowed`` change is ``limit / expected - 1``. A scenario's *limiting check* is the one that uses
 the most of its tolerance band, ``(actual - expected) / (limit - expected)``: a failing check first,
-else the closest to its limit; on a tie a time check before a memory check.
+else the time check closest to its limit; a memory check only when it fails or has grown past expected
+and is closer to its limit than every time check.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .model import CheckRecord, ScenarioResult
 
 MEMORY_KINDS = frozenset({"vram", "host_anon"})
 SAMPLES_SHOWN = 8  # samples listed per check in a failure message (the rest counted)
-REASON_WIDTH = 90
+REASON_WIDTH = 120
 SUMMARY_HEADER = ("scenario", "outcome", "e2e ms", "expected", "Δ", "limiting check", "reason")
 
 
@@ -94,11 +95,17 @@ def band_share(c: CheckRecord) -> float:
 
 
 def limiting(result: ScenarioResult) -> CheckRecord | None:
-    """The check that limits the scenario: a failing or missing one first, the closest to its limit, time before memory."""
+    """The check that limits the scenario: a failing or missing one first (time before memory on a tie), else
+    the time check closest to its limit, unless a memory check has grown past expected and is closer still."""
     judged = [c for c in result.checks if c.verdict != "unguarded" and (c.actual is not None or c.verdict == "missing")]
     failing = [c for c in judged if c.verdict in ("fail", "missing")]
-    pool = failing or judged
-    return max(pool, key=lambda c: (band_share(c), c.kind not in MEMORY_KINDS), default=None)
+    if failing:
+        return max(failing, key=lambda c: (band_share(c), c.kind not in MEMORY_KINDS))
+    timing = max((c for c in judged if c.kind not in MEMORY_KINDS), key=band_share, default=None)
+    memory = max((c for c in judged if c.kind in MEMORY_KINDS), key=band_share, default=None)
+    if memory is not None and band_share(memory) > 0 and (timing is None or band_share(memory) > band_share(timing)):
+        return memory
+    return timing or memory
 
 
 def check_text(c: CheckRecord) -> str:
@@ -120,7 +127,7 @@ def reason(result: ScenarioResult) -> str:
     parts = []
     bad = failing_checks(result) if result.verdict == "fail" else []
     if bad:
-        listed = ", ".join(check_text(c) for c in bad[:3])
+        listed = ", ".join(_over(c) for c in bad[:3])
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         parts.append(f"{len(bad)} check(s) over: {listed}{more}")
     elif result.verdict != "pass" or outcome != "fail":
@@ -130,6 +137,13 @@ def reason(result: ScenarioResult) -> str:
             "output: " + _first_line(str((result.consistency or {}).get("message", ""))).removeprefix("CONSISTENCY: ")
         )
     return _cut("; ".join(p for p in parts if p))
+
+
+def _over(c: CheckRecord) -> str:
+    """``e2e +40.0% > +10.0%``: a failing check's change over the change its limit allows."""
+    if c.actual is None:
+        return f"{c.name} missing"
+    return f"{c.name} {pct(change(c.actual, c.expected))} > {pct(change(c.limit, c.expected))}"
 
 
 def _first_line(text: str) -> str:

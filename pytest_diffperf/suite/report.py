@@ -153,7 +153,7 @@ class ResultsCollector:
             **self.header,
             "provenance": self.provenance(session).model_dump() if session is not None else None,
             "rows": [row for r in results for row in r.rows],
-            "scenarios": [r.document() for r in results],
+            "scenarios": [{k: v for k, v in r.document().items() if k != "rows"} for r in results],  # rows: above
             "servers": list({(r.server["pid"], r.server["port"]): r.server for r in results if r.server}.values()),
         }
 

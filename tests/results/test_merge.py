@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf.cli import main
+from pytest_diffperf.results.merge import results_of
 
 HEADER = {"version": 2, "profile": "pr_test", "preset": "sglang", "hardware": "cpu", "launcher": "reference"}
 BASELINE = Path(__file__).resolve().parents[2] / "data" / "perf_baselines" / "cpu.json"
@@ -87,7 +88,7 @@ def test_errors_and_failures_are_counted_and_fail_the_merge(files, capsys):
     rows = {line.split()[0]: line for line in out.splitlines()[2:5]}
     assert rows["sd_tiny_t2i"].split()[1] == "error" and rows["sd_tiny_t2i"].endswith("server x exited with code 1")
     assert rows["flux_tiny_t2i"].split()[1] == "fail"
-    assert rows["flux_tiny_t2i"].endswith("1 check(s) over: e2e -2.3% (allowed +150.0%)")
+    assert rows["flux_tiny_t2i"].endswith("1 check(s) over: e2e -2.3% > +150.0%")
 
 
 def test_a_consistency_failure_fails_the_merge(files, capsys):
@@ -173,3 +174,17 @@ def test_missing_file_and_misused_options(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"diffperf merge: error: {tmp_path}/results-*.json: file not found"
     assert main(["merge", str(tmp_path / "x.json"), "--hardware", "cpu"]) == 2
     assert capsys.readouterr().err.strip() == "diffperf merge: error: --hardware: only applies with --expect-all"
+
+
+def test_rows_are_stored_once_and_rejoined_with_their_scenarios():
+    stored = doc(result("a"), result("b")) | {
+        "rows": [{"scenario": "b", "e2e_ms": 2.0}, {"scenario": "a", "e2e_ms": 1.0}]
+    }
+    for s in stored["scenarios"]:
+        del s["rows"]
+    assert [r.rows for r in results_of(stored)] == [
+        [{"scenario": "a", "e2e_ms": 1.0}],
+        [{"scenario": "b", "e2e_ms": 2.0}],
+    ]
+    own = doc(result("a", rows=[{"scenario": "a", "e2e_ms": 9.0}]))  # an entry with its own rows keeps them
+    assert [r.rows for r in results_of(own)] == [[{"scenario": "a", "e2e_ms": 9.0}]]
