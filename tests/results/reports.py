@@ -32,6 +32,7 @@ def results(png: Path) -> list[ScenarioResult]:
             check("step[0]", "step", 300.0, 200.0, 400.0),
             check("runtime_peak_allocated_mb", "vram", 900.0, 1000.0, 1050.0),
         ],
+        measured={"e2e_ms": 1400.0},
         message="PERFORMANCE: 2 check(s) failed",
         consistency={"status": "failed", "message": "CONSISTENCY: slow: frame 0 ssim 0.41 < 0.95",
                      "artifacts": [str(png)], "worst": {"ssim": 0.41}, "thresholds": {"ssim": 0.95}},
