@@ -82,10 +82,8 @@ class ServerPool:
         launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path))
         self.launches.append(launch)
         started = time.monotonic()
-        gpus = f"{spec.num_gpus} GPU{'s' * (spec.num_gpus != 1)}"
         self.progress(
-            f"diffperf: starting server {number} ({spec.model}, {gpus}): {short_command(server.command)}; "
-            f"log: {server.log_path}"
+            f"diffperf: starting server {number} ({spec.model}): {short_command(server.command)}; log: {server.log_path}"
         )
         try:
             server.start()
