@@ -27,6 +27,13 @@ def test_options_may_go_between_positionals(layout):
     assert between == after == before
 
 
+def test_lint_takes_options_between_files(layout):
+    files = [str(layout / "perf_baselines" / "h100.json"), str(layout / "perf_baselines" / "b200.json")]
+    between = diffperf("lint", files[0], "--json", files[1])
+    assert between.returncode == 0 and between == diffperf("lint", *files, "--json")
+    assert {f["file"] for f in json.loads(between.stdout)} == {files[0]}  # its unguarded e2e_only
+
+
 def test_a_closed_pipe_ends_quietly(sglang_data):
     # --json of SGLang's H100 file is ~400 KB: far more than a pipe holds, so the write after `head` exits fails
     code = "import sys; from pytest_diffperf.cli import main; sys.exit(main())"
