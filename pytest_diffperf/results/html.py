@@ -23,7 +23,7 @@ from .model import ScenarioResult
 from .provenance import Provenance
 from .runcompare import Delta
 from .runcompare import table as comparison_table
-from .stepsummary import ICONS, totals
+from .stepsummary import totals
 from .tables import change, num, pct, reason, summary_table
 
 REPORT_EXTRA = "report"  # the extra that installs matplotlib
@@ -135,7 +135,7 @@ def _scenario(
     open_ = "" if r.outcome in NOT_FAILED else " open"
     e2e = r.check("e2e")
     actual = e2e.actual if e2e is not None else r.measured.get("e2e_ms")
-    head = f"{ICONS.get(r.outcome, '')} {_e(r.scenario)}: <span class='badge {_e(r.outcome)}'>{_e(r.outcome)}</span>"
+    head = f"{_e(r.scenario)}: <span class='badge {_e(r.outcome)}'>{_e(r.outcome)}</span>"  # no emoji: fonts lack them
     if actual is not None:
         head += f" e2e {num(actual)} ms" + (f" ({pct(change(actual, e2e.expected))})" if e2e is not None else "")
     parts = [f"<section class='scenario {passed}' id='{_id(r.scenario)}'><details{open_}><summary>{head}</summary>"]

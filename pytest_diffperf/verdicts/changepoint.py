@@ -6,8 +6,12 @@ statistic of the two segments) and ``K = max |U_t|`` over the allowed splits. Ra
 to how far an outlier lies, and each segment must hold ``min_size`` runs, so one odd run is never a
 segment of its own. The p-value is a permutation test of ``K`` (the same split rule on shuffled
 ranks, a fixed seed: the same series always gets the same answer), which is exact for the small
-series a CI history has, where Pettitt's asymptotic formula is far too conservative. Several steps
-are found by binary segmentation: a significant split is kept when the medians on its two sides
+series a CI history has, where Pettitt's asymptotic formula is far too conservative. Ranks say *that* the
+level moved but only roughly *where*: in ``1, 1, 1.1, 2, 2`` both the split before ``1.1`` and the
+one after it separate every lower rank from every higher one, and ``|U_t|`` favours the one with
+more pairs. So the step is placed where the two segments' medians fit the values best (the least
+sum of absolute deviations, among the splits whose ``|U_t|`` is at least half of ``K``), and only
+its significance comes from the ranks. Several steps are found by binary segmentation: a significant split is kept when the medians on its two sides
 differ by at least ``min_change``, and each side is searched again.
 """
 
@@ -62,16 +66,21 @@ def ranks(values: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
-def pettitt(rank_rows: NDArray[np.float64], min_size: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """For each row of ranks: the best split (first index after it) and its ``K``, splits leaving ``min_size``
-    values on each side."""
+def scores(rank_rows: NDArray[np.float64], min_size: int) -> NDArray[np.float64]:
+    """For each row of ranks, ``|U_t|`` of every split ``t = 1..n-1`` (-1 where a side would hold fewer than
+    ``min_size`` values)."""
     n = rank_rows.shape[-1]
     t = np.arange(1, n, dtype=np.float64)
     u = 2 * np.cumsum(rank_rows, axis=-1)[..., :-1] - t * (n + 1)
-    allowed = (t >= min_size) & (t <= n - min_size)
-    score = np.where(allowed, np.abs(u), -1.0)
-    best = np.argmax(score, axis=-1)
-    return best + 1, np.take_along_axis(score, best[..., None], axis=-1)[..., 0]
+    return np.where((t >= min_size) & (t <= n - min_size), np.abs(u), -1.0)
+
+
+def place(x: NDArray[np.float64], score: NDArray[np.float64]) -> int:
+    """Where the step lies (the first index after it): of the allowed splits whose ``|U_t|`` (``score``) is at
+    least half the largest, the one whose segments' medians leave the least sum of absolute deviations."""
+    candidates = [t for t in range(1, len(x)) if score[t - 1] >= 0 and score[t - 1] >= score.max() / 2]
+    cost = [float(np.abs(x[:t] - np.median(x[:t])).sum() + np.abs(x[t:] - np.median(x[t:])).sum()) for t in candidates]
+    return candidates[int(np.argmin(cost))]
 
 
 def split(
@@ -82,10 +91,11 @@ def split(
     if len(x) < 2 * min_size:
         return None
     observed = ranks(x[None, :])
-    (index,), (k,) = pettitt(observed, min_size)
+    score = scores(observed, min_size)[0]
+    k, index = float(score.max()), place(x, score)
     rng = np.random.default_rng(seed)
     shuffled = rng.permuted(np.broadcast_to(observed, (permutations, len(x))).copy(), axis=1)
-    _, ks = pettitt(shuffled, min_size)
+    ks = scores(shuffled, min_size).max(axis=-1)
     p_value = (1 + int(np.sum(ks >= k - 1e-9))) / (permutations + 1)
     return int(index), p_value
 

@@ -62,3 +62,11 @@ def test_bad_settings(kwargs, message):
 def test_values_must_be_finite():
     with pytest.raises(DiffperfError, match="values must be finite numbers"):
         change_points([1.0, float("nan"), 2.0])
+
+
+def test_the_step_is_placed_by_the_values_where_the_ranks_cannot_tell():
+    # the last run before the step is the highest of its level: splitting before or after it separates the
+    # ranks equally well (and more pairs favour the earlier split); the values say where the level moved
+    series = [2694.5, 2606.7, 2733.2, 2567.7, 2705.5, 2762.5, 3568.9, 3504.0, 3490.5, 3453.8]
+    (step,) = change_points(series)
+    assert step.index == 6 and step.before == pytest.approx(2700.0, abs=1)
