@@ -98,7 +98,7 @@ from pytest_diffperf.perf.limits import (
     Preset,
     evaluate,
     get_preset,
-    judge,
+    judge_check,
     limit,
     plan_checks,
     stage_name,
@@ -506,8 +506,8 @@ def simulate_sglang(pool: Pool, effect: Effect, checks: Checks, cand: np.ndarray
     )  # (trials, attempts, checks)
     fails = actual > checks.limits[:, None, :]
     for t, sample in enumerate(checks.sample[:20]):  # the comparison is the engine's judge
-        engine = [judge(c, float(actual[t, 0, i])).verdict == "fail" for i, c in enumerate(sample)]
-        assert engine == list(fails[t, 0]), "vectorised rule differs from limits.judge"
+        engine = [judge_check(c, float(actual[t, 0, i])).verdict == "fail" for i, c in enumerate(sample)]
+        assert engine == list(fails[t, 0]), "vectorised rule differs from limits.judge_check"
     failed = np.asarray(fails.any(axis=-1), dtype=bool)
     passed_at = np.where((~failed).any(axis=1), np.argmax(~failed, axis=1) + 1, failed.shape[1])
     return SGLangOutcome(failed[:, 0], fails[:, 0, checks.names.index("e2e")], np.all(failed, axis=1), passed_at)

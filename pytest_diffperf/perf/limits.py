@@ -281,10 +281,10 @@ def evaluate(
         vram=vram,
         host_anon=host_anon,
     )
-    return [judge(check, values.get(check.name)) for check in checks]
+    return [judge_check(check, values.get(check.name)) for check in checks]
 
 
-def judge(check: Check, actual: float | None) -> CheckResult:
+def judge_check(check: Check, actual: float | None) -> CheckResult:
     """The verdict of one check on one actual value."""
     unit = check.unit
     if check.kind in REQUIRED_POSITIVE and check.expected <= 0:

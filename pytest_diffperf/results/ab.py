@@ -34,13 +34,12 @@ from .model import (
     ABMetricRecord,
     ABRecord,
     AttributionRecord,
-    CheckRecord,
     ScenarioResult,
     ScenarioVerdict,
     StageShareRecord,
 )
 from .tables import format_failures
-from .verdict import PERF_PREFIX, request_rows
+from .verdict import PERF_PREFIX, check_record, request_rows
 
 SCENARIO_VERDICT: dict[Verdict, ScenarioVerdict] = {
     "regressed": "fail",
@@ -97,7 +96,7 @@ def judge_ab(
     result = ScenarioResult(
         scenario=scenario_id,
         verdict=verdict,
-        checks=[_check_record(r) for r in memory],
+        checks=[check_record(r) for r in memory],
         measured=measured(ab, wall_s),
         message=message,
         ab=record,
@@ -253,18 +252,4 @@ def attribution_record(a: Attribution) -> AttributionRecord:
     ]
     return AttributionRecord(
         ratio=_f(a.ratio), low=_f(a.low), high=_f(a.high), delta_ms=_f(a.delta_ms), named=list(a.named), stages=stages
-    )
-
-
-def _check_record(r: limits.CheckResult) -> CheckRecord:
-    c = r.check
-    return CheckRecord(
-        name=c.name,
-        kind=c.kind,
-        actual=r.actual,
-        expected=c.expected,
-        limit=c.limit,
-        rel=c.rel,
-        pad=c.pad,
-        verdict=r.verdict,
     )

@@ -82,6 +82,15 @@ def request_rows(
     return rows
 
 
+def check_record(r: limits.CheckResult) -> CheckRecord:
+    """One judged check as the results file records it."""
+    c = r.check
+    return CheckRecord(
+        name=c.name, kind=c.kind, actual=r.actual, expected=c.expected, limit=c.limit, rel=c.rel, pad=c.pad,
+        verdict=r.verdict,
+    )  # fmt: skip
+
+
 def judge_scenario(
     scenario_id: str,
     baseline: ScenarioBaseline,
@@ -101,19 +110,7 @@ def judge_scenario(
     )
     if kinds is not None:
         results = [r for r in results if r.check.kind in kinds]
-    checks = [
-        CheckRecord(
-            name=r.check.name,
-            kind=r.check.kind,
-            actual=r.actual,
-            expected=r.check.expected,
-            limit=r.check.limit,
-            rel=r.check.rel,
-            pad=r.check.pad,
-            verdict=r.verdict,
-        )
-        for r in results
-    ]
+    checks = [check_record(r) for r in results]
     verdicts = {r.verdict for r in results}
     if verdicts & {"fail", "missing"}:
         failing = sum(r.verdict in ("fail", "missing") for r in results)

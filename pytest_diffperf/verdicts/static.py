@@ -12,7 +12,7 @@ whose verdict the remaining attempts could still decide at its current estimates
 lies within the irreducible noise, more attempts cannot, and the verdict stays inconclusive).
 SGLang instead retries a failing test up to 6 times and keeps the first pass, which lets a real
 regression through.
-Memory checks do not jitter and stay deterministic (:func:`pytest_diffperf.perf.limits.judge`).
+Memory checks do not jitter and stay deterministic (:func:`pytest_diffperf.perf.limits.judge_check`).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class StaticPolicy:
 
     def noise(self, check: Check, denoising: Collection[str] = frozenset({DENOISING_STAGE})) -> StaticNoise:
         if check.kind not in TIMING_KINDS:
-            raise ValueError(f"{check.name}: {check.kind} checks are deterministic, judge them with limits.judge")
+            raise ValueError(f"{check.name}: {check.kind} checks are deterministic, judge them with limits.judge_check")
         if check.kind == "e2e":
             return self.e2e
         if check.kind == "load":
@@ -181,7 +181,7 @@ def judge_scenario(
     """Every timing check with an expected value > 0 and samples (by check name), judged.
 
     The rest stays with the limit engine: memory checks, unguarded checks (expected 0) and
-    missing measurements get their verdicts from :func:`pytest_diffperf.perf.limits.judge`, and a
+    missing measurements get their verdicts from :func:`pytest_diffperf.perf.limits.judge_check`, and a
     missing one must fail the scenario there; :func:`scenario_verdict` sees only these results.
     """
     policy = StaticPolicy() if policy is None else policy

@@ -14,7 +14,7 @@ from pytest_diffperf.perf.limits import (
     Preset,
     evaluate,
     get_preset,
-    judge,
+    judge_check,
     limit,
     plan_checks,
     step_indices,
@@ -92,7 +92,7 @@ def test_verdict_is_the_formula(expected, rel, pad, actual):
     from pytest_diffperf.perf.limits import Check
 
     check = Check("stage[X]", "stage", expected, rel, pad, limit(expected, rel, pad), "stages_ms.X")
-    result = judge(check, actual)
+    result = judge_check(check, actual)
     assert result.verdict == ("fail" if actual > max(expected * (1 + rel), expected + pad) else "pass")
 
 
