@@ -80,7 +80,7 @@ def test_each_scenario_is_planned_and_skipped_and_nothing_starts(pytester, cases
         [
             "diffperf: dry run: nothing is started; each scenario's plan is printed at the end",
             "diffperf: 1 scenario(s) without a case (they fail): orphan",
-            "diffperf: 1 case(s) without a baseline scenario (they fail, printing the baseline to add): new",
+            "diffperf: 1 case(s) without a baseline scenario (they fail, printing the baseline to add; pytest --regen-baselines -k ID writes it): new",
             "*6 scenario(s); nothing was started",
             "SKIPPED*a: dry run, nothing started",
         ]

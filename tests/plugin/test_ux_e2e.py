@@ -161,3 +161,26 @@ def test_collect_only_leaves_no_folder_and_says_so(pytester, suite):
     result = pytester.runpytest(*args, "--co")
     result.stdout.fnmatch_lines(["diffperf: server logs: none (collect-only run)"])
     assert not list(pytester.path.rglob("diffperf"))
+
+
+def test_the_failure_report_follows_tb_and_the_log_tail_option(pytester, suite):
+    args = suite(
+        [tiny_case("slow", "--inject-delay DenoisingStage=300")], {"slow": dict(GENEROUS, expected_e2e_ms=50.0)}
+    )
+    line = pytester.runpytest(*args, "--tb=line")
+    line.assert_outcomes(failed=1)
+    out = line.stdout.str()
+    assert re.search(
+        r"baselines\.json::slow:0: PERFORMANCE: 1 check\(s\) failed: e2e \d+\.\d+ ms \+\d+\.\d% \(limit", out
+    ), out
+    assert "next:" not in out and "server log " not in out  # the one line alone
+
+    short = pytester.runpytest(*args, "--tb=short", "--diffperf-log-tail=3")
+    short.assert_outcomes(failed=1)
+    out = short.stdout.str()
+    assert "next:" in out
+    tail = re.search(
+        r"server log \S+ \(last (\d+) line\(s\)(?:, \d+ access-log line\(s\) left out)?\) -+\n((?:.*\n){3})", out
+    )
+    assert tail and tail.group(1) == "3", out
+    assert "diffperf summary" in out.split(tail.group(2))[1].split("\n")[0]  # 3 lines, then the summary
