@@ -13,7 +13,7 @@ from typing import Any
 
 from .model import OUTCOMES, CheckRecord, ScenarioResult
 from .provenance import Provenance
-from .tables import change, e2e_of, failing_checks, limiting_text, noise_text, num, pct, reason
+from .tables import MEMORY_KINDS, change, e2e_of, failing_checks, limiting_text, noise_text, num, pct, reason
 
 ICONS = {
     "pass": "✅",
@@ -24,7 +24,6 @@ ICONS = {
     "unjudged": "🔘",
     "skipped": "⏭️",
 }
-MEMORY_KINDS = frozenset({"vram", "host_anon"})
 DENOISE_KINDS = frozenset({"step", "denoise_agg", "per_frame"})
 
 

@@ -24,7 +24,7 @@ from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocat
 
 from ..consistency.result import PREFIX as CONSISTENCY_PREFIX
 from ..results.model import ScenarioResult
-from ..results.tables import change, failing_checks, pct
+from ..results.tables import MEMORY_KINDS, change, failing_checks, pct
 from ..results.verdict import PERF_PREFIX
 from ..serving.process import TAIL_LINES, ServerFailure, ServerLog
 from .items import ScenarioItem, plain_longrepr
@@ -107,7 +107,7 @@ def headline(body: str, result: ScenarioResult | None) -> str:
 
 
 def _check(name: str, actual: float | None, expected: float, limit: float, kind: str) -> str:
-    unit = "MiB" if kind in ("vram", "host_anon") else "ms"
+    unit = "MiB" if kind in MEMORY_KINDS else "ms"
     if actual is None:
         return f"{name} missing"
     return f"{name} {actual:.2f} {unit} {pct(change(actual, expected))} (limit {limit:.2f}, {pct(change(limit, expected))})"

@@ -17,6 +17,8 @@ import pytest
 from .._util.text import truthy
 from ..errors import DiffperfError
 
+LAST = "last"  # --diffperf-compare-to's word for the history's latest run
+
 
 @dataclass(frozen=True)
 class Option:
@@ -119,6 +121,7 @@ OPTIONS = (
         "--diffperf-compare-to",
         "compare this run with an earlier --diffperf-json file, or 'last' (the latest run of --diffperf-history)",
         is_path=True,
+        words=(LAST,),
     ),
     Option(
         "--regen-force", "regenerate even where the baseline file's platform is not the measured hardware", is_flag=True
@@ -215,12 +218,7 @@ def read_settings(config: pytest.Config) -> Settings:
     for name in ("diffperf_startup_timeout", "diffperf_request_timeout", "diffperf_progress_every"):
         values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
     values["diffperf_log_tail"] = _count(values["diffperf_log_tail"], "--diffperf-log-tail")
-    if str(option_value(config, "diffperf_compare_to")) == LAST:
-        values["diffperf_compare_to"] = Path(LAST)  # the history's latest run, not a file named 'last'
     return Settings(**values)  # type: ignore[arg-type]
-
-
-LAST = "last"
 
 
 def _count(raw: object, flag: str) -> int | None:

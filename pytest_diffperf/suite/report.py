@@ -132,11 +132,12 @@ class ResultsCollector:
     def _history_and_html(
         self, ds: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
     ) -> None:
-        from .runs import save_history, write_html
+        from ..results import history
+        from .runs import write_html
 
         try:
             if ds.settings.diffperf_history is not None:
-                self.written.append(f"diffperf history: {save_history(ds.settings.diffperf_history, document)}")
+                self.written.append(f"diffperf history: {history.save(ds.settings.diffperf_history, document)}")
             if ds.settings.diffperf_html is not None:
                 self.written.append(f"diffperf report: {write_html(ds, config, document, results)}")
         except DiffperfError as exc:

@@ -84,10 +84,6 @@ def comparison_lines(session: DiffperfSession, results: list[ScenarioResult], co
     return ["", f"diffperf: against {what}:", *format_table(runcompare.table(deltas))]
 
 
-def save_history(folder: Path, document: dict[str, Any]) -> Path:
-    return history.save(folder, document)
-
-
 def write_html(
     session: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
 ) -> Path:
