@@ -90,7 +90,14 @@ class DiffperfSession:
             cases=cases,
             launcher=launcher,
             preset=get_preset(settings.diffperf_preset),
-            pool=ServerPool(workdir, settings.diffperf_startup_timeout, progress, devices.env, devices.ports),
+            pool=ServerPool(
+                workdir,
+                settings.diffperf_startup_timeout,
+                progress,
+                devices.env,
+                devices.ports,
+                progress_every=settings.diffperf_progress_every,
+            ),
             workdir=workdir,
             devices=devices,
             consistency=consistency,
@@ -102,7 +109,6 @@ class DiffperfSession:
             inconclusive=inconclusive,
         )
         session.shard = session.shard_of(*shard) if shard else None
-        session.pool.progress_every = settings.diffperf_progress_every
         return session
 
     def scenario_ids(self) -> list[str]:
