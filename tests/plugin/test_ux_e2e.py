@@ -184,3 +184,23 @@ def test_the_failure_report_follows_tb_and_the_log_tail_option(pytester, suite):
     )
     assert tail and tail.group(1) == "3", out
     assert "diffperf summary" in out.split(tail.group(2))[1].split("\n")[0]  # 3 lines, then the summary
+
+
+def test_a_long_video_job_shows_its_progress(pytester, suite):
+    video = tiny_case(
+        "clip",
+        "--inject-delay DenoisingStage=3000",
+        model="tiny/wan-t2v",
+        task="text-to-video",
+        width=64,
+        height=64,
+        num_frames=5,
+    )
+    args = suite([video], {"clip": GENEROUS})
+    result = pytester.runpytest(*args, "--diffperf-progress-every=1")
+    result.assert_outcomes(passed=1)
+    beats = re.findall(
+        r"^diffperf: server 1 request 1 of clip: \d+ s; video job (\S+): (\w+)", result.stdout.str(), re.M
+    )
+    assert len(beats) >= 2, result.stdout.str()
+    assert {status for _, status in beats} <= {"queued", "in_progress"} and len({job for job, _ in beats}) == 1
