@@ -3,7 +3,6 @@ summary table, the step summary, JUnit, the HTML report, the history, the compar
 
 from __future__ import annotations
 
-import html.parser
 import json
 import re
 from pathlib import Path
@@ -12,28 +11,13 @@ import pytest
 
 from tests.support.cli import diffperf
 from tests.support.paths import REPO
+from tests.support.reports import Links
 from tests.support.suite import GENEROUS, tiny_case
 
 pytestmark = pytest.mark.server  # starts server processes
 
 SLOW = "--inject-delay DenoisingStage=3000 --inject-load-delay 2500"  # a 3 s request, a load of 2.5 s and more
 XSD = REPO / "tests" / "data" / "junit" / "junit-10.xsd"
-
-
-class Links(html.parser.HTMLParser):
-    """Every URL an HTML page refers to (src, href, and url(...) in style text)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.urls: list[str] = []
-        self.tags: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(tag)
-        self.urls += [value or "" for name, value in attrs if name in ("src", "href", "xlink:href", "data")]
-
-    def handle_data(self, data: str) -> None:
-        self.urls += re.findall(r"url\(([^)]*)\)", data)
 
 
 @pytest.fixture

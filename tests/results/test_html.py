@@ -11,8 +11,7 @@ import pytest
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.results import history, html
 from pytest_diffperf.results.provenance import Provenance
-from tests.plugin.test_ux_e2e import Links
-from tests.results.reports import png_file, results
+from tests.support.reports import Links, png_file, results
 
 pytest.importorskip("matplotlib")
 

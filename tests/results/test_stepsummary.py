@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_diffperf.results.provenance import Provenance
 from pytest_diffperf.results.stepsummary import markdown, totals
-from tests.results.reports import results
+from tests.support.reports import results
 
 
 def test_step_summary(tmp_path):

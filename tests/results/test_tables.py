@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_diffperf.results.model import OUTCOMES
 from pytest_diffperf.results.tables import SUMMARY_HEADER, limiting, summary_table
-from tests.results.reports import check, results
+from tests.support.reports import check, results
 
 
 def test_summary_rows(tmp_path):

@@ -1,7 +1,10 @@
-"""Scenario results of every kind, for the report tests: pass, fail, inconclusive (static noise), A/B, error."""
+"""For the report tests: scenario results of every kind (pass, fail, inconclusive with the run's noise, A/B,
+error), a real PNG, and the URLs an HTML page refers to."""
 
 from __future__ import annotations
 
+import html.parser
+import re
 from pathlib import Path
 
 from pytest_diffperf.results.model import (
@@ -75,3 +78,19 @@ def png_file(path: Path) -> Path:
 
     matplotlib.image.imsave(path, np.zeros((4, 12, 3)))
     return path
+
+
+class Links(html.parser.HTMLParser):
+    """Every URL an HTML page refers to (src, href, and url(...) in style text), and its tags."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.urls += [value or "" for name, value in attrs if name in ("src", "href", "xlink:href", "data")]
+
+    def handle_data(self, data: str) -> None:
+        self.urls += re.findall(r"url\(([^)]*)\)", data)
