@@ -34,7 +34,8 @@ ATTACHMENT = "[[ATTACHMENT|{path}]]"
 
 
 def junit_numbers(result: ScenarioResult) -> list[tuple[str, str]]:
-    """The few numbers JUnit carries for a scenario: (name, value), unset ones left out."""
+    """The few numbers JUnit carries for a scenario: (name, value), unset ones left out; an A/B run's figures
+    (``results.ab.measured``: the ratio, its interval, the cost) too."""
     e2e = result.check("e2e")
     actual = result.measured.get("e2e_ms", e2e.actual if e2e is not None else None)
     values: list[tuple[str, object]] = [
@@ -46,6 +47,8 @@ def junit_numbers(result: ScenarioResult) -> list[tuple[str, str]]:
         ("load_ms", result.measured.get("load_ms")),
         ("consistency", result.consistency_status),
     ]
+    if result.ab is not None:
+        values += [(name, value) for name, value in result.measured.items() if name not in dict(values)]
     return [(f"diffperf_{name}", str(value)) for name, value in values if value is not None]
 
 

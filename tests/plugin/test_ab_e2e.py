@@ -54,8 +54,8 @@ def test_an_injected_regression_is_regressed_with_the_stage_named(pytester, suit
     rows = results(pytester)["rows"]
     assert sorted(r["side"] for r in rows) == ["base"] * 4 * pairs + ["candidate"] * 4 * pairs
     junit = (pytester.path / "junit.xml").read_text()
-    assert f'<property name="diffperf_ab_requests" value="{float(8 * pairs)}"' in junit
-    assert '<property name="diffperf_e2e_ratio"' in junit
+    assert f'<property name="diffperf_ab_requests[tiny]" value="{float(8 * pairs)}"' in junit
+    assert '<property name="diffperf_e2e_ratio[tiny]"' in junit
     assert not refservers()
 
 
