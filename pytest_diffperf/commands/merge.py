@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..errors import DiffperfError
 from ..perf.baselines import load_baselines, select_scenarios
 from ..results.merge import merge, missing, outcome_counts, read_results, results_of
-from ..results.model import FAILING
+from ..results.model import FAILING, ScenarioResult
 from ..results.stepsummary import markdown
 from ..results.tables import summary_table
 
@@ -29,7 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--markdown", help="also write the Markdown summary to this file")
     parser.add_argument("--expect-all", metavar="BASELINE", help="every scenario of this baseline file must have run")
     parser.add_argument("--hardware", help="platform, to pick scenarios (and the file of a folder) for --expect-all")
-    parser.add_argument("--html", metavar="FILE", help="also write the HTML report here (needs the report extra)")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the HTML report here (needs the report extra; with --expect-all the baseline's steps too)",
+    )
     parser.add_argument(
         "--history", metavar="DIR", help="a history folder (--diffperf-history): the report shows trends"
     )
@@ -51,9 +56,11 @@ def run(args: argparse.Namespace) -> int:
 
         require_matplotlib("--html")
     merged = merge([(Path(f), read_results(Path(f))) for f in args.files])
-    absent = []
+    absent: list[str] = []
+    steps: dict[str, dict[int, float]] = {}  # the baseline's steps per scenario, for the report's step charts
     if args.expect_all:
         baselines = load_baselines(args.expect_all, args.hardware)
+        steps = {sid: dict(b.steps) for sid, b in baselines.scenarios.items()}
         absent = missing(merged, select_scenarios(baselines, {}, args.hardware))
     results = results_of(merged)
     counts = outcome_counts(results)
@@ -74,12 +81,19 @@ def run(args: argparse.Namespace) -> int:
         Path(args.markdown).write_text(md, encoding="utf-8")
     append_step_summary(md)
     if args.html:
-        write_html(Path(args.html), results, merged, args, notes)
+        write_html(Path(args.html), results, merged, args, notes, steps)
         print(f"wrote {args.html}")
     return 1 if absent or any(r.outcome in FAILING for r in results) else 0
 
 
-def write_html(path: Path, results: list, merged: dict, args: argparse.Namespace, notes: list[str]) -> None:
+def write_html(
+    path: Path,
+    results: list[ScenarioResult],
+    merged: dict[str, Any],
+    args: argparse.Namespace,
+    notes: list[str],
+    steps: dict[str, dict[int, float]],
+) -> None:
     from .._util.atomicfile import write_atomic
     from ..results import history
     from ..results.html import render
@@ -92,6 +106,7 @@ def write_html(path: Path, results: list, merged: dict, args: argparse.Namespace
         merged.get("provenance"),
         history=history.series(runs) if len(runs) > 1 else (),
         image_dirs=[Path(d) for d in args.artifacts],
+        baseline_steps=steps,
         notes=notes,
     )
     write_atomic(path, text)

@@ -188,3 +188,34 @@ def test_rows_are_stored_once_and_rejoined_with_their_scenarios():
     ]
     own = doc(result("a", rows=[{"scenario": "a", "e2e_ms": 9.0}]))  # an entry with its own rows keeps them
     assert [r.rows for r in results_of(own)] == [[{"scenario": "a", "e2e_ms": 9.0}]]
+
+
+def test_html_report_with_the_baselines_steps_and_the_historys_trend(files, tmp_path):
+    pytest.importorskip("matplotlib")
+    from tests.support.reports import Links
+
+    step = {"name": "step[0]", "kind": "step", "actual": 30.0, "expected": 25.0, "limit": 60.0, "rel": 1.0, "pad": 5}
+    scenario = result("flux_tiny_t2i", checks=[step | {"verdict": "pass"}])
+    history = tmp_path / "hist"
+    history.mkdir()
+    for i in range(2):
+        stamped = doc(scenario) | {"provenance": {"timestamp": f"2026-05-0{i + 1}T12:00:00+00:00"}}
+        (history / f"{i}.json").write_text(json.dumps(stamped))
+    page = tmp_path / "report.html"
+    argv = [
+        "merge",
+        *files(doc(scenario)),
+        "--html",
+        str(page),
+        "--history",
+        str(history),
+        "--expect-all",
+        str(BASELINE),
+    ]
+    assert main(argv) == 1  # the other scenarios ran in no file
+    text = page.read_text()
+    links = Links()
+    links.feed(text)
+    assert all(url.startswith(("#", "data:")) for url in links.urls) and links.tags.count("svg") >= 1
+    assert "<h2>Trend over 2 run(s)</h2>" in text and "merged from 1 file(s)" in text
+    assert "per-step times" in text and "stroke-dasharray" in text  # the step chart's dashed line: the baseline's steps
