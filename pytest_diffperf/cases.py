@@ -23,8 +23,10 @@ from pydantic import (
     field_validator,
 )
 
+from ._util.findings import Finding, read_for_lint, schema_problems
 from ._util.jsonfile import read_json_object, validate
 from ._util.names import name_problem
+from ._util.text import did_you_mean
 from .errors import DiffperfError
 from .sglang.casefile import case_file_data
 from .sglang.source import is_sglang_source
@@ -142,3 +144,57 @@ def unmatched(case_ids: Sequence[str], scenario_ids: Sequence[str]) -> tuple[lis
     """(scenarios without a case, cases without a scenario), each in its own order."""
     cases, scenarios = set(case_ids), set(scenario_ids)
     return [s for s in scenario_ids if s not in cases], [c for c in case_ids if c not in scenarios]
+
+
+# Keys of SGLang's comparison_configs.json (and of `diffperf import-cases` output) the plugin reads past.
+SGLANG_FILE_KEYS = frozenset({"test_image_url", "sglang_source"})
+SGLANG_CASE_KEYS = frozenset({"comfyui_workflow", "sglang_suites", "sglang_checks_not_run"})
+NOT_EXPRESSIBLE_KEYS = frozenset({"request", "suites"})
+SGLANG_ARGS_FRAMEWORKS = frozenset({"sglang", "reference"})  # entries in SGLang's form: serve_args, extra_env
+
+
+def is_case_document(data: object) -> bool:
+    """A case file's shape: a top-level ``cases`` list."""
+    return isinstance(data, dict) and isinstance(data.get("cases"), list)
+
+
+def lint_case_doc(path: Path, data: dict[str, Any]) -> list[Finding]:
+    """Every problem of a case file: schema errors, duplicate ids, and unknown keys (errors: a typo such as
+    ``perf_repeat_request`` would otherwise be ignored), each with a did-you-mean."""
+    file = str(path)
+    out = [Finding("error", file, "", key, message) for key, message in schema_problems(CaseFile, data)]
+    out += _unknown(file, "", "", data, set(CaseFile.model_fields) | SGLANG_FILE_KEYS)
+    seen: dict[str, int] = {}
+    for index, case in enumerate(data.get("cases") or []):
+        if not isinstance(case, dict):
+            continue
+        cid = str(case.get("id", ""))
+        where = f"cases.{index}"
+        if cid in seen:
+            out.append(Finding("error", file, cid, f"{where}.id", f"duplicate case id (also cases.{seen[cid]})"))
+        seen.setdefault(cid, index)
+        out += _unknown(file, cid, where, case, set(Case.model_fields) | SGLANG_CASE_KEYS)
+        frameworks = case.get("frameworks")
+        for name, entry in frameworks.items() if isinstance(frameworks, dict) else ():
+            if name in SGLANG_ARGS_FRAMEWORKS and isinstance(entry, dict):
+                out += _unknown(file, cid, f"{where}.frameworks.{name}", entry, set(FrameworkEntry.model_fields))
+    for index, entry in enumerate(data.get("not_expressible") or []):
+        if isinstance(entry, dict):
+            known = set(NotExpressible.model_fields) | NOT_EXPRESSIBLE_KEYS
+            out += _unknown(file, str(entry.get("id", "")), f"not_expressible.{index}", entry, known)
+    return out
+
+
+def _unknown(file: str, scenario: str, where: str, obj: dict[str, Any], known: set[str]) -> list[Finding]:
+    """An error per key that is neither known nor a comment (``_comment``, any ``_`` key)."""
+    return [
+        Finding("error", file, scenario, f"{where}.{key}" if where else key, f"unknown key{did_you_mean(key, known)}")
+        for key in obj
+        if key not in known and not key.startswith("_")
+    ]
+
+
+def lint_case_file(path: Path) -> list[Finding]:
+    """Lint a JSON case file (its syntax problems too)."""
+    data, out = read_for_lint(path)
+    return out if data is None else out + lint_case_doc(path, data)

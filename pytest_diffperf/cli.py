@@ -1,40 +1,69 @@
 """`diffperf` console script: one subcommand per module, each exposing ``register(subparsers)``.
 
-A subcommand's module is its name with ``-`` as ``_``. Its ``register`` adds its parser and sets ``func`` (taking the parsed args, returning
-the exit code). User errors (``DiffperfError``) print one line on stderr and exit 2.
+A subcommand's module is its name with ``-`` as ``_``. Its ``register`` adds its parser and sets
+``func`` (taking the parsed args, returning the exit code). A subcommand's options may come
+before, between or after its positionals (``diffperf show DIR --hardware h100 SCENARIO``: argparse's
+intermixed parsing). User errors (``DiffperfError``) print one line on stderr and exit 2; a closed
+output pipe (``diffperf show ... | head``) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
+from . import __version__
 from .errors import DiffperfError
 
-SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "compare", "import-cases")
+SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "trend", "compare", "import-cases")
 DESCRIPTION = (
-    "Tools around pytest-diffperf's performance baselines and results: check and inspect baseline files, "
-    "split a suite into CI shards and merge their results, convert SGLang's case lists, and run the "
-    "cross-framework serving comparison. The checks themselves run in pytest: pytest --diffperf=PROFILE."
+    "Tools around pytest-diffperf's performance baselines and results: check and inspect baseline and case "
+    "files, split a suite into CI shards and merge their results, follow a history of runs, convert SGLang's "
+    "case lists, and run the cross-framework serving comparison. The checks themselves run in pytest: "
+    "pytest --diffperf=PROFILE."
 )
+EPILOG = "Options may go anywhere after the subcommand. diffperf SUBCOMMAND --help shows each one's options."
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="diffperf", description=DESCRIPTION)
-    sub = parser.add_subparsers(dest="command", required=True)
+    return _parsers()[0]
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = argparse.ArgumentParser(prog="diffperf", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"%(prog)s (pytest-diffperf) {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"pytest_diffperf.commands.{name.replace('-', '_')}").register(sub)
-    return parser
+    return parser, dict(sub.choices)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The subcommand's arguments, options and positionals in any order."""
+    parser, commands = _parsers()
+    if not argv or argv[0] not in commands:
+        return parser.parse_args(argv)  # --help, --version, or argparse's error (it exits)
+    args = commands[argv[0]].parse_intermixed_args(argv[1:])
+    args.command = argv[0]
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(list(sys.argv[1:] if argv is None else argv))
     try:
-        return args.func(args)
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except DiffperfError as exc:
         print(f"diffperf {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (``| head``): send what is still buffered nowhere, as Python's docs advise.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from .suite.regen import start_regen
     from .suite.report import ResultsCollector
+    from .suite.runs import configure_reporting
     from .suite.scheduling import configure_xdist
     from .suite.session import DiffperfSession
 
@@ -53,8 +54,12 @@ def pytest_configure(config: pytest.Config) -> None:
         session = DiffperfSession.from_config(config)
         if regen:
             start_regen(config, session)
+        configure_reporting(config, session)
     except DiffperfError as exc:
-        raise pytest.UsageError(f"diffperf: {exc}") from None
+        from .suite.options import detached_paths_note
+
+        note = detached_paths_note(config)
+        raise pytest.UsageError(f"diffperf: {exc}" + (f"\ndiffperf: note: {note}" if note else "")) from None
     config.stash[SESSION_KEY] = session
     configure_xdist(config, session)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -112,9 +117,9 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield
     if call.excinfo is not None and get_session(item.config) is not None:
-        from .suite.items import plain_longrepr
+        from .suite.failure import scenario_longrepr
 
-        report.longrepr = plain_longrepr(item, call.excinfo) or report.longrepr
+        report.longrepr = scenario_longrepr(item, call.excinfo) or report.longrepr
     return report
 
 

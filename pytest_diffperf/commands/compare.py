@@ -32,14 +32,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "case had an error (all cases still run), 2 on a bad file or argument.",
     )
     parser.add_argument(
+        "--cases",
         "--config",
+        dest="config",
         type=Path,
         metavar="CASES.json",
-        help="the case file (SGLang's comparison_configs.json or a superset)",
+        help="the case file (SGLang's comparison_configs.json or a superset), as pytest's --diffperf-cases; "
+        "--config is the old name",
     )
     parser.add_argument("--case-ids", nargs="+", metavar="ID", help="run only these cases")
     parser.add_argument(
-        "--frameworks", nargs="+", metavar="NAME", help="run these frameworks (default: those each case lists)"
+        "--server",
+        "--frameworks",
+        dest="frameworks",
+        nargs="+",
+        metavar="NAME",
+        help="run these launchers, as pytest's --diffperf-server (default: those each case lists); "
+        "--frameworks is the old name",
     )
     parser.add_argument(
         "--measurement-repeats",
@@ -48,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="measured requests per case (default: the file's measurement_repeats)",
     )
     parser.add_argument(
-        "--output", type=Path, default=Path("comparison-results.json"), help="results file (default: %(default)s)"
+        "-o", "--output", type=Path, default=Path("comparison-results.json"), help="results file (default: %(default)s)"
     )
     parser.add_argument("--dry-run", action="store_true", help="print the server commands and requests; start nothing")
     parser.add_argument("--history", type=Path, metavar="FILE.jsonl", help="append the results to this history file")
@@ -95,7 +104,7 @@ def _positive(kind: type):
 
 def run(args: argparse.Namespace) -> int:
     if args.config is None and args.report is None:
-        raise DiffperfError("give --config CASES.json to run, or --report FILE.jsonl to print a trend")
+        raise DiffperfError("give --cases CASES.json to run, or --report FILE.jsonl to print a trend")
     code = 0
     if args.config is not None:
         if args.history is not None and args.history.exists():

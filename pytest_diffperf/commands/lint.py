@@ -1,4 +1,4 @@
-"""`diffperf lint FILE...`: check baseline and threshold files, recognised by their shape."""
+"""`diffperf lint FILE...`: check baseline, threshold and case files, recognised by their shape."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .._util.findings import Finding, read_for_lint
+from ..cases import is_case_document, lint_case_doc
 from ..consistency.thresholds import is_threshold_document, lint_threshold_doc, threshold_files
 from ..errors import DiffperfError
 from ..perf.baselines import baseline_files
@@ -19,8 +20,9 @@ from ..platforms import canonical_platform
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "lint",
-        help="check baseline and consistency-threshold files",
-        description="Check perf-baseline and consistency-threshold files (recognised by shape). "
+        help="check baseline, consistency-threshold and case files",
+        description="Check perf-baseline, consistency-threshold and case files (recognised by shape). In a case "
+        "file an unknown key is an error (with a did-you-mean): a typo would otherwise be ignored. "
         "Exit status 1 when there are errors (or warnings, with --strict).",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="a file, or a folder of them")
@@ -64,7 +66,7 @@ def lint_paths(paths: Iterable[str | Path], hardware: str | None = None) -> list
             if not any(found):
                 raise DiffperfError(f"no baseline or threshold files for platform {hardware!r}", source=str(path))
             out += lint_baselines(path, hardware) if found[0] else []
-            out += [x for f in found[1] for x in lint_file(f)]
+            out += [x for f in found[1] if f not in found[0] for x in lint_file(f)]  # a baseline named like one
     return out
 
 
@@ -77,9 +79,11 @@ def lint_file(path: Path, *, skip_unknown: bool = False) -> list[Finding]:
         return out + lint_threshold_doc(path, data)
     if "scenarios" in data:
         return out + lint_baseline_doc(path, data)
+    if is_case_document(data):
+        return out + lint_case_doc(path, data)
     if skip_unknown:
         return out
-    message = "neither a baseline file (no 'scenarios') nor a threshold file (no 'cases' object)"
+    message = "neither a baseline file (no 'scenarios'), a threshold file (no 'cases' object) nor a case file (no 'cases' list)"
     return [*out, Finding("error", str(path), "", "", message)]
 
 

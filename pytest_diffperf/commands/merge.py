@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from .._util.ci import append_step_summary
 from .._util.outputs import check_writable
@@ -12,8 +13,9 @@ from .._util.text import format_table
 from ..errors import DiffperfError
 from ..perf.baselines import load_baselines, select_scenarios
 from ..results.merge import merge, missing, outcome_counts, read_results, results_of
-from ..results.model import FAILING
-from ..results.tables import markdown, summary_table
+from ..results.model import FAILING, ScenarioResult
+from ..results.stepsummary import markdown
+from ..results.tables import summary_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,6 +31,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--markdown", help="also write the Markdown summary to this file")
     parser.add_argument("--expect-all", metavar="BASELINE", help="every scenario of this baseline file must have run")
     parser.add_argument("--hardware", help="platform, to pick scenarios (and the file of a folder) for --expect-all")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the HTML report here (needs the report extra; with --expect-all the baseline's steps too)",
+    )
+    parser.add_argument(
+        "--history", metavar="DIR", help="a history folder (--diffperf-history): the report shows trends"
+    )
+    parser.add_argument(
+        "--artifacts",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a folder with the shards' consistency images (their --diffperf-artifacts, downloaded); repeatable",
+    )
     parser.set_defaults(func=run)
 
 
@@ -39,30 +56,62 @@ def run(args: argparse.Namespace) -> int:
         check_writable(Path(args.output), "-o")
     if args.markdown:
         check_writable(Path(args.markdown), "--markdown")
+    if args.html:
+        from ..results.html import require_matplotlib
+
+        require_matplotlib("--html")
     merged = merge([(Path(f), read_results(Path(f))) for f in args.files])
-    absent = []
+    absent: list[str] = []
+    steps: dict[str, dict[int, float]] = {}  # the baseline's steps per scenario, for the report's step charts
     if args.expect_all:
         baselines = load_baselines(args.expect_all, args.hardware)
+        steps = {sid: dict(b.steps) for sid, b in baselines.scenarios.items()}
         absent = missing(merged, select_scenarios(baselines, {}, args.hardware))
     results = results_of(merged)
     counts = outcome_counts(results)
     print(f"diffperf merge: {len(args.files)} file(s), {counts}")
     for line in format_table(summary_table(results), right_from=None):
         print(line)
-    for result in results:
-        if result.outcome in FAILING:
-            reason = result.message if result.verdict in FAILING else (result.consistency or {}).get("message", "")
-            print(f"{result.outcome.upper()} {result.scenario}: {(reason.strip().splitlines() or ['-'])[0]}")
     if absent:
         print(f"{len(absent)} scenario(s) of {args.expect_all} ran in no shard: {', '.join(absent)}")
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.output}")
-    md = markdown(summary_table(results), merged) + f"{counts}\n\n"
+    notes = [f"merged from {len(args.files)} file(s)"]
     if absent:
-        md += f"**{len(absent)} scenario(s) ran in no shard:** {', '.join(absent)}\n\n"
+        notes.append(f"{len(absent)} scenario(s) ran in no shard: {', '.join(absent)}")
+    md = markdown(results, merged, merged.get("provenance"), notes)
     if args.markdown:
         Path(args.markdown).write_text(md, encoding="utf-8")
     append_step_summary(md)
+    if args.html:
+        write_html(Path(args.html), results, merged, args, notes, steps)
+        print(f"wrote {args.html}")
     return 1 if absent or any(r.outcome in FAILING for r in results) else 0
+
+
+def write_html(
+    path: Path,
+    results: list[ScenarioResult],
+    merged: dict[str, Any],
+    args: argparse.Namespace,
+    notes: list[str],
+    steps: dict[str, dict[int, float]],
+) -> None:
+    from .._util.atomicfile import write_atomic
+    from ..results import history
+    from ..results.html import render
+
+    runs = history.read(Path(args.history)) if args.history else []
+    header = {k: v for k, v in merged.items() if k not in ("rows", "scenarios", "servers", "provenance", "version")}
+    text = render(
+        results,
+        header,
+        merged.get("provenance"),
+        history=history.series(runs) if len(runs) > 1 else (),
+        image_dirs=[Path(d) for d in args.artifacts],
+        baseline_steps=steps,
+        notes=notes,
+    )
+    write_atomic(path, text)

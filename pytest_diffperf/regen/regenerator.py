@@ -26,7 +26,9 @@ from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..results.model import ScenarioResult
 from ..results.verdict import ScenarioFailure
-from .policy import RegenSettings
+from .guard import check_platforms
+from .policy import Decision, RegenSettings
+from .summary import decision_lines
 from .writer import check_writable, regenerate, run_metadata, target_file
 
 
@@ -37,6 +39,8 @@ class Regenerator:
     hardware: str | None
     metadata: dict[str, str]
     group_sizes: Mapping[str, int]  # server group -> how many measured scenarios of the suite run on it
+    announce: Callable[[str], None] = lambda _line: None  # each decision, before it is written (live)
+    warnings: tuple[str, ...] = ()  # the --regen-force overrides of the platform check
 
     @classmethod
     def start(
@@ -48,24 +52,36 @@ class Regenerator:
         scenario_ids: Sequence[str],
         group_of: Callable[[str], str],
         cases_path: Path | None,
+        *,
+        device: str = "",
+        measured: str | None = None,
+        force: bool = False,
+        description: str | None = None,
+        announce: Callable[[str], None] = lambda _line: None,
     ) -> Regenerator:
-        """Check the run can regenerate (DiffperfError if not): cases to measure, files that can be written."""
+        """Check the run can regenerate (DiffperfError if not): cases to measure, files that can be written and
+        hold the platform's figures the servers measure (``device``, of platform ``measured``; see ``guard``)."""
         if not cases:
             where = f"{cases_path} has none" if cases_path else "no case file is set"
             raise DiffperfError(
                 f"regeneration measures cases and {where}: pass --diffperf-cases FILE (or set diffperf_cases)",
                 source="--regen-baselines",
             )
-        measured = [sid for sid in scenario_ids if sid in cases]  # run_perf_check false too: SGLang regenerates those
+        ran = [sid for sid in scenario_ids if sid in cases]  # run_perf_check false too: SGLang regenerates those
+        on = f"{device} ({measured or 'platform unknown'})" if device else ""
+        targets = {target_file(baselines, hardware, sid) for sid in scenario_ids if sid in cases}
+        warnings = check_platforms(targets, hardware, device or "an unknown device", measured, force)
         run = cls(
             settings,
             baselines,
             hardware,
-            run_metadata(settings.policy, hardware, baselines.primary.parent),
-            Counter(group_of(sid) for sid in measured),
+            run_metadata(settings.policy, hardware, baselines.primary.parent, measured_on=on, description=description),
+            Counter(group_of(sid) for sid in ran),
+            announce,
+            tuple(warnings),
         )
         if not settings.dry_run:
-            for path in {run.target(sid) for sid in scenario_ids if sid in cases}:
+            for path in targets:
                 check_writable(path)
         return run
 
@@ -79,8 +95,13 @@ class Regenerator:
         start_share = (ready_s or 0.0) / max(1, self.group_sizes.get(group, 1))
         measured = entry_from_measurement(measurement, full_test_time_s=measure_s + start_share)
         path = self.target(scenario_id)
+
+        def announce(decision: Decision) -> None:
+            for line in decision_lines(scenario_id, str(path), decision, self.settings.dry_run):
+                self.announce(line)
+
         try:
-            decision = regenerate(path, scenario_id, measured, self.settings, self.metadata)
+            decision = regenerate(path, scenario_id, measured, self.settings, self.metadata, announce)
         except OSError as exc:
             raise ScenarioFailure(f"{scenario_id}: cannot write {path}: {exc.strerror or exc}") from None
         except TimeoutError:

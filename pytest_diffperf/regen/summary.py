@@ -10,7 +10,8 @@ from collections import Counter
 from typing import Any
 
 from .._util.text import format_table
-from .policy import ACTIONS, RegenSettings
+from .guard import LARGE_CHANGE
+from .policy import ACTIONS, Decision, RegenSettings
 
 LARGEST = 5
 MIN_ABS_CHANGE = 1.0  # ms or MiB: smaller changes (0.02 -> 0.03 ms) are not listed among the largest
@@ -62,3 +63,45 @@ def _largest(changed: list[tuple[str, str, float, float]]) -> list[tuple[str, ..
     return rows + [
         (sid, key, f"{old:.2f}", f"{new:.2f}", f"{rel:+.1%}") for rel, sid, key, old, new in relative[:LARGEST]
     ]
+
+
+HEADLINE_FIELDS = (
+    "expected_e2e_ms",
+    "expected_load_ms",
+    "expected_avg_denoise_ms",
+    "expected_median_denoise_ms",
+    "stages_ms.DenoisingStage",
+)
+
+
+def decision_lines(
+    scenario: str, file: str, decision: Decision, dry_run: bool, large: float = LARGE_CHANGE
+) -> list[str]:
+    """One scenario's decision as it is made, before it is written: the action, how many values go down and up,
+    the main fields' old and new values, and a warning for a main figure that moves by more than ``large``."""
+    verb = "would be" if dry_run else "is"
+    head = f"diffperf: regen {scenario} -> {file}: {decision.action} ({decision.reason})"
+    if not decision.writes:
+        return [head + f"; the file {verb} left as it is"]
+    changed = [(key, old, new) for key, old, new in decision.changes()]
+    lowered = sum(1 for _, old, new in changed if old is not None and new < old)
+    raised = sum(1 for _, old, new in changed if old is not None and new > old)
+    added = sum(1 for _, old, _ in changed if old is None)
+    lines = [head + f"; {lowered} value(s) lowered, {raised} raised, {added} new"]
+    main = [(key, old, new) for key, old, new in changed if key in HEADLINE_FIELDS]
+    if main:
+        lines.append("  " + "; ".join(f"{key} {_value(old)} -> {new:.2f}{_rel(old, new)}" for key, old, new in main))
+    for key, old, new in main:
+        if old and abs(new / old - 1) > large:
+            lines.append(
+                f"  warning: {key} moves by {new / old - 1:+.1%} (more than {large:.0%}): is this the right hardware?"
+            )
+    return lines
+
+
+def _value(old: float | None) -> str:
+    return "-" if old is None else f"{old:.2f}"
+
+
+def _rel(old: float | None, new: float) -> str:
+    return f" ({new / old - 1:+.1%})" if old else ""

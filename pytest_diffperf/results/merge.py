@@ -87,9 +87,21 @@ def scenario_of(entry: Any, path: Path, key: str) -> ScenarioResult:
     return result
 
 
+def scenarios_with_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A results document's scenario entries, each with its request rows: the file stores a row once, in the
+    top-level ``rows`` (an entry that holds its own, as version 2 files before the history did, keeps them)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for row in doc.get("rows") or []:
+        rows.setdefault(str(row.get("scenario")), []).append(row)
+    return [s if "rows" in s else {**s, "rows": rows.get(str(s["scenario"]), [])} for s in doc["scenarios"]]
+
+
 def results_of(merged: dict[str, Any]) -> list[ScenarioResult]:
     """The scenarios of merged, already checked, results files."""
-    return [ScenarioResult.model_validate({k: v for k, v in s.items() if k != "outcome"}) for s in merged["scenarios"]]
+    return [
+        ScenarioResult.model_validate({k: v for k, v in s.items() if k != "outcome"})
+        for s in scenarios_with_rows(merged)
+    ]
 
 
 def outcome_counts(results: Sequence[ScenarioResult]) -> str:

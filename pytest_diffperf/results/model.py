@@ -193,8 +193,3 @@ class ScenarioResult(BaseModel):
 
     def check(self, name: str) -> CheckRecord | None:
         return next((c for c in self.checks if c.name == name), None)
-
-    def worst(self) -> CheckRecord | None:
-        """The check closest to (or furthest over) its limit."""
-        judged = [c for c in self.checks if c.actual is not None and c.limit]
-        return max(judged, key=lambda c: (c.actual or 0) / c.limit, default=None)

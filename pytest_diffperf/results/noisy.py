@@ -104,7 +104,8 @@ def judge_noisy(
         failing = fixed + [r for r in engine if r.check.name in judged and judged[r.check.name].verdict == "fail"]
         lines = [r.text() for r in noisy if r.verdict == "fail"]
         result.verdict = "fail"
-        result.message = f"{PERF_PREFIX} {len(failing)} check(s) failed ({cost})\n{format_failures(failing)}"
+        table = format_failures(failing, limits.samples(measurement), preset.statistic)
+        result.message = f"{PERF_PREFIX} {len(failing)} check(s) failed ({cost})\n{table}"
         result.message += "".join(f"\n  {line}" for line in lines)
         if attribution is not None:
             result.message += f"\n  against the stored baseline: {attribution.text()}"

@@ -1,58 +1,216 @@
-"""The results as tables: the failing checks of a scenario, the run's summary, its Markdown form."""
+"""The results as terminal tables: a scenario's failing checks, and the run's summary.
+
+Words are the outcome vocabulary of :mod:`.model` (``pass``, ``fail``, ``error``, ...), as in the
+results file, JUnit and ``diffperf merge``. Changes are ``actual / expected - 1`` (``Δ``); a check's
+``allowed`` change is ``limit / expected - 1``. A scenario's *limiting check* is the one that uses
+the most of its tolerance band, ``(actual - expected) / (limit - expected)``: a failing check first,
+else the time check closest to its limit; a memory check only when it fails or has grown past expected
+and is closer to its limit than every time check.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from .._util.text import format_table
 from ..perf.limits import CheckResult
-from .model import ScenarioResult
+from .model import CheckRecord, ScenarioResult
+
+MEMORY_KINDS = frozenset({"vram", "host_anon"})
+SAMPLES_SHOWN = 8  # samples listed per check in a failure message (the rest counted)
+REASON_WIDTH = 120
+SUMMARY_HEADER = ("scenario", "outcome", "e2e ms", "expected", "Δ", "limiting check", "reason")
 
 
-def format_failures(results: Sequence[CheckResult]) -> str:
-    """A table of the failing and missing checks ('' when none)."""
+def pct(value: float | None) -> str:
+    """A change as a signed percentage (``+12.3%``), ``-`` when unknown."""
+    return "-" if value is None or not math.isfinite(value) else f"{value:+.1%}"
+
+
+def num(value: float | None) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) and math.isfinite(value) else "-"
+
+
+def change(actual: float | None, expected: float) -> float | None:
+    """``actual / expected - 1`` (None without an actual value or a positive expected one)."""
+    return actual / expected - 1 if actual is not None and expected > 0 else None
+
+
+def format_failures(
+    results: Sequence[CheckResult], samples: Mapping[str, Sequence[float]] | None = None, statistic: str = "median"
+) -> str:
+    """A table of the failing and missing checks ('' when none): actual, expected, Δ, limit, how far over it;
+    then, given the samples, how each actual value was formed (``statistic`` of N samples, the samples)."""
     bad = [r for r in results if not r.passed]
     if not bad:
         return ""
-    rows = [("check", "actual", "expected", "limit", "rel", "pad", "unit")]
+    rows = [("check", "actual", "expected", "Δ", "limit", "allowed", "over limit", "rel", "pad", "unit")]
     for r in bad:
         c = r.check
-        actual = "missing" if r.verdict == "missing" or r.actual is None else f"{r.actual:.2f}"
-        rows.append((c.name, actual, f"{c.expected:.2f}", f"{c.limit:.2f}", f"{c.rel:.1%}", f"{c.pad:g}", c.unit))
-    return "\n".join(format_table(rows))
+        missing = r.verdict == "missing" or r.actual is None
+        rows.append(
+            (
+                c.name,
+                "missing" if missing else f"{r.actual:.2f}",
+                f"{c.expected:.2f}",
+                "-" if missing else pct(change(r.actual, c.expected)),
+                f"{c.limit:.2f}",
+                pct(change(c.limit, c.expected)),
+                "-" if missing or r.actual is None else pct(change(r.actual, c.limit)),
+                f"{c.rel:.1%}",
+                f"{c.pad:g}",
+                c.unit,
+            )
+        )
+    lines = format_table(rows)
+    formed = [_formed(r, samples.get(r.check.name, ()), statistic) for r in bad if samples is not None]
+    formed = [line for line in formed if line]
+    if formed:
+        lines += ["", "how the actual values were formed:", *formed]
+    return "\n".join(lines)
+
+
+def _formed(r: CheckResult, samples: Sequence[float], statistic: str) -> str:
+    if r.actual is None or not samples:
+        return ""
+    shown = ", ".join(f"{x:.2f}" for x in samples[:SAMPLES_SHOWN])
+    more = f", ... ({len(samples)} in all)" if len(samples) > SAMPLES_SHOWN else ""
+    what = "server start" if r.check.kind == "load" else "request"
+    of = f"{statistic} of {len(samples)} {what}s" if len(samples) > 1 else f"1 {what}"
+    spread = ""
+    if len(samples) > 1 and min(samples) > 0:
+        spread = f"; spread {min(samples) / r.actual - 1:+.1%} .. {max(samples) / r.actual - 1:+.1%}"
+    return f"  {r.check.name} = {of}: {shown}{more} {r.check.unit}{spread}"
+
+
+def band_share(c: CheckRecord) -> float:
+    """How much of its tolerance band a check uses: 0 at expected, 1 at the limit (inf: over a zero band)."""
+    if c.actual is None:
+        return math.inf
+    band = c.limit - c.expected
+    if band <= 0:
+        return math.inf if c.actual > c.limit else 0.0
+    return (c.actual - c.expected) / band
+
+
+def limiting(result: ScenarioResult) -> CheckRecord | None:
+    """The check that limits the scenario: a failing or missing one first (time before memory on a tie), else
+    the time check closest to its limit, unless a memory check has grown past expected and is closer still."""
+    judged = [c for c in result.checks if c.verdict != "unguarded" and (c.actual is not None or c.verdict == "missing")]
+    failing = [c for c in judged if c.verdict in ("fail", "missing")]
+    if failing:
+        return max(failing, key=lambda c: (band_share(c), c.kind not in MEMORY_KINDS))
+    timing = max((c for c in judged if c.kind not in MEMORY_KINDS), key=band_share, default=None)
+    memory = max((c for c in judged if c.kind in MEMORY_KINDS), key=band_share, default=None)
+    if memory is not None and band_share(memory) > 0 and (timing is None or band_share(memory) > band_share(timing)):
+        return memory
+    return timing or memory
+
+
+def check_text(c: CheckRecord) -> str:
+    """``e2e +12.3% (allowed +150.0%)``: the check's change, and the change its limit allows."""
+    if c.actual is None:
+        return f"{c.name} missing"
+    return f"{c.name} {pct(change(c.actual, c.expected))} (allowed {pct(change(c.limit, c.expected))})"
+
+
+def failing_checks(result: ScenarioResult) -> list[CheckRecord]:
+    return [c for c in result.checks if c.verdict in ("fail", "missing")]
+
+
+def reason(result: ScenarioResult) -> str:
+    """Why a scenario did not pass, on one line ('' for a pass)."""
+    outcome = result.outcome
+    if outcome == "pass":
+        return ""
+    parts = []
+    bad = failing_checks(result) if result.verdict == "fail" else []
+    if bad:
+        listed = ", ".join(_over(c) for c in bad[:3])
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        parts.append(f"{len(bad)} check(s) over: {listed}{more}")
+    elif result.verdict != "pass" or outcome != "fail":
+        parts.append(_first_line(result.message) or result.verdict)
+    if result.consistency_status == "failed":
+        parts.append(
+            "output: " + _first_line(str((result.consistency or {}).get("message", ""))).removeprefix("CONSISTENCY: ")
+        )
+    return _cut("; ".join(p for p in parts if p))
+
+
+def _over(c: CheckRecord) -> str:
+    """``e2e +40.0% > +10.0%``: a failing check's change over the change its limit allows."""
+    if c.actual is None:
+        return f"{c.name} missing"
+    return f"{c.name} {pct(change(c.actual, c.expected))} > {pct(change(c.limit, c.expected))}"
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _cut(text: str, width: int = REASON_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def ab_text(result: ScenarioResult) -> str:
+    """An A/B run's e2e on one line: ``A/B e2e +12.0% [+8.0%, +16.0%] regressed`` ('' without one)."""
+    ab = result.ab
+    e2e = ab.metric("e2e") if ab is not None else None
+    if ab is None or e2e is None or e2e.ratio is None:
+        return f"A/B {ab.verdict}" if ab is not None else ""
+    interval = f" [{pct(e2e.low - 1)}, {pct(e2e.high - 1)}]" if e2e.low is not None and e2e.high is not None else ""
+    return f"A/B e2e {pct(e2e.ratio - 1)}{interval} {ab.verdict}"
+
+
+def noise_text(result: ScenarioResult, name: str) -> str:
+    """A check's interval when the run judged it with its noise: `` [+1.0%, +9.0%] of 3 processes`` ('' if not)."""
+    noisy = next((c for c in result.noise.checks if c.name == name), None) if result.noise is not None else None
+    if noisy is None:
+        return ""
+    low, high = change(noisy.low, noisy.expected), change(noisy.high, noisy.expected)
+    return f" [{pct(low)}, {pct(high)}] of {noisy.processes} process(es)"
+
+
+def e2e_of(result: ScenarioResult) -> tuple[float | None, float | None]:
+    """The judged e2e and its expected value (None when unknown); for an A/B run, the candidate's and the base's."""
+    if result.ab is not None and (m := result.ab.metric("e2e")) is not None and m.candidate_ms is not None:
+        return m.candidate_ms, m.base_ms
+    e2e = result.check("e2e")
+    actual = e2e.actual if e2e is not None and e2e.actual is not None else result.measured.get("e2e_ms")
+    return actual, (e2e.expected if e2e is not None else None)
+
+
+def limiting_text(result: ScenarioResult) -> str:
+    """The summary's limiting-check cell: an A/B run's e2e interval, else the limiting check (with its interval
+    when the run judged it with its noise)."""
+    if result.ab is not None:
+        return ab_text(result)
+    check = limiting(result)
+    return check_text(check) + noise_text(result, check.name) if check is not None else "-"
+
+
+def summary_row(result: ScenarioResult) -> list[str]:
+    actual, expected = e2e_of(result)
+    return [
+        result.scenario,
+        result.outcome,
+        num(actual),
+        num(expected),
+        pct(change(actual, expected)) if expected else "-",
+        limiting_text(result),
+        reason(result),
+    ]
 
 
 def summary_table(results: Iterable[ScenarioResult]) -> list[list[str]]:
-    """A header row, then one row per scenario; an ``output`` column when outputs were compared."""
-    results = list(results)
-    compared = any(r.consistency for r in results)
-    rows = [["scenario", "e2e ms", "expected", "limit", "worst check", "outcome", *["output"] * compared]]
-    for result in results:
-        e2e = result.check("e2e")
-        worst = result.worst()
-        worst_text = f"{worst.name} {(worst.actual or 0) / worst.limit:.0%} of limit" if worst else "-"
-        output = [(result.consistency_status or "-").upper()] if compared else []
-        rows.append(
-            [
-                result.scenario,
-                _num(e2e.actual if e2e else result.measured.get("e2e_ms")),
-                _num(e2e.expected if e2e else None),
-                _num(e2e.limit if e2e else None),
-                worst_text,
-                result.outcome.upper(),
-                *output,
-            ]
-        )
-    return rows
+    """A header row, then one row per scenario (in the order given)."""
+    return [list(SUMMARY_HEADER), *(summary_row(r) for r in results)]
 
 
-def markdown(table: Sequence[Sequence[str]], header: Mapping[str, Any]) -> str:
-    title = f"### diffperf: profile `{header.get('profile')}` on `{header.get('hardware')}`\n\n"
-    lines = ["| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
-    lines += ["| " + " | ".join(row) + " |" for row in table[1:]]
-    return title + "\n".join(lines) + "\n\n"
-
-
-def _num(value: float | None) -> str:
-    return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
+def ordered(results: Iterable[ScenarioResult], order: Sequence[str] = ()) -> list[ScenarioResult]:
+    """Results in ``order`` (scenario ids; the rest after them, by name)."""
+    rank = {sid: i for i, sid in enumerate(order)}
+    return sorted(results, key=lambda r: (rank.get(r.scenario, len(rank)), r.scenario))

@@ -75,6 +75,7 @@ def request_rows(
                 "median_step_ms": statistics.median(steps) if steps else None,
                 "stages_ms": dict(measurement.stages[i]),
                 "sampled_steps_ms": {str(n): steps[n] for n in limits.step_indices(len(steps), step_fractions)},
+                "steps_ms": list(steps),
                 "memory_mb": {k: v.model_dump() for k, v in snapshots.items()},
             }
         )
@@ -113,7 +114,8 @@ def judge_scenario(
     verdicts = {r.verdict for r in results}
     if verdicts & {"fail", "missing"}:
         failing = sum(r.verdict in ("fail", "missing") for r in results)
-        message = f"{PERF_PREFIX} {failing} check(s) failed\n{format_failures(results)}"
+        table = format_failures(results, limits.samples(measurement), preset.statistic)
+        message = f"{PERF_PREFIX} {failing} check(s) failed\n{table}"
         return ScenarioResult(scenario=scenario_id, verdict="fail", checks=checks, message=message)
     if "unguarded" in verdicts:
         message = "; ".join(r.message for r in results if r.verdict == "unguarded")

@@ -205,19 +205,32 @@ def image_extension(data: bytes) -> str | None:
     return None
 
 
+_job_status: dict[str, str] = {}  # server URL -> its running video job's last polled status
+
+
+def job_status(base_url: str) -> str:
+    """The last polled status of the video job running on the server at ``base_url`` ('' when none runs)."""
+    return _job_status.get(base_url, "")
+
+
 def _video(base_url: str, case: Case, deadline: float) -> Output:
     url = base_url + endpoint(case)
     job = _post(url, request_body(case), case, deadline)
     if "id" not in job:
         raise RequestError(f"video response lacks an id: {str(job)[:300]}")
     job_url = f"{url}/{job['id']}"
-    while job.get("status") != "completed":
-        if job.get("status") in TERMINAL_FAILURES:
-            raise RequestError(f"video job {job['id']} ended with status {job['status']}: {job.get('error')}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"video job {job['id']} still {job.get('status')} at the deadline")
-        time.sleep(VIDEO_POLL_S)
-        job = _json(requests.get(job_url, timeout=30), job_url)
+    try:
+        while job.get("status") != "completed":
+            if job.get("status") in TERMINAL_FAILURES:
+                raise RequestError(f"video job {job['id']} ended with status {job['status']}: {job.get('error')}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"video job {job['id']} still {job.get('status')} at the deadline")
+            time.sleep(VIDEO_POLL_S)
+            job = _json(requests.get(job_url, timeout=30), job_url)
+            progress = f" {job['progress']} %" if isinstance(job.get("progress"), (int, float)) else ""
+            _job_status[base_url] = f"video job {job['id']}: {job.get('status')}{progress}"
+    finally:
+        _job_status.pop(base_url, None)
     content = requests.get(job_url + "/content", timeout=max(deadline - time.monotonic(), 5.0))
     if content.status_code != 200:
         raise RequestError(f"{job_url}/content answered HTTP {content.status_code}: {content.text[:300]}")

@@ -13,7 +13,7 @@ import requests
 from .. import protocol
 from ..cases import Case
 from . import perflog
-from .client import InputError, Output, RequestError
+from .client import InputError, Output, RequestError, job_status
 from .launchers import Launcher
 from .process import ServerError, ServerProcess
 
@@ -33,12 +33,14 @@ class Sample:
     client_ms: float
 
 
-def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: str) -> T:
-    """Run ``call`` in a thread; fail at once if the server dies or prints a fatal pattern."""
+def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: str, case_id: str = "") -> T:
+    """Run ``call`` in a thread; fail at once if the server dies or prints a fatal pattern; progress lines
+    (``what of CASE``) while it runs."""
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffperf-request")
     future = pool.submit(call)
     pool.shutdown(wait=False)
     deadline = time.monotonic() + timeout
+    beat = server.heartbeat(f"{what} of {case_id}" if case_id else what)
     while True:
         try:
             return future.result(timeout=WATCH_INTERVAL_S)
@@ -59,6 +61,7 @@ def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: 
         except (RequestError, perflog.PerfLogError) as exc:
             raise RequestError(f"gave a bad answer to {what}: {exc}", server.snapshot()) from None
         server.check_alive(f"during {what}")
+        beat.tick(job_status(server.base_url))
         if time.monotonic() > deadline:
             server.timed_out(what)
             raise ServerError(f"did not answer {what} within {timeout:.0f} s", server.snapshot())
@@ -90,7 +93,7 @@ def warm_up(
     """The case's ``perf_warmup_requests`` unmeasured requests (each record awaited and checked, see ``measure``)."""
     for n in range(case.perf_warmup_requests):
         what = f"warmup request {n + 1}"
-        output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, what)
+        output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, what, case.id)
         if launcher.writes_perf_log and await_records:
             warmup = _record(server, output, what)
             if not warmup.total_duration_ms > 0:
@@ -107,7 +110,8 @@ def measure_request(
 ) -> Sample:
     """One measured request (``index``: 0-based, for messages and rows) and its perf record (see ``measure``)."""
     started = time.perf_counter()
-    output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, f"request {index + 1}")
+    what = f"request {index + 1}"
+    output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, what, case.id)
     client_ms = (time.perf_counter() - started) * 1000
     record = None
     if launcher.writes_perf_log:

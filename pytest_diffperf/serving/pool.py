@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .launchers import Launcher, ServerSpec, get_launcher
-from .process import ServerError, ServerPorts, ServerProcess, server_ports
+from .process import PROGRESS_EVERY_S, ServerError, ServerPorts, ServerProcess, server_ports, short_command
 
 
 @dataclass
@@ -50,6 +50,7 @@ class ServerPool:
     ports: range | None = None  # None: any free port
     launcher: Launcher | None = None  # None: each spec's registered launcher (A/B: one side's)
     watch: tuple[int, ...] = ()  # processes besides this one whose death kills the servers (xdist's controller)
+    progress_every: float = PROGRESS_EVERY_S  # seconds between progress lines while a server loads or a request runs
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
@@ -83,17 +84,22 @@ class ServerPool:
         return ServerPlan(launcher.server_command(spec, ports), env, ports, perf_dir)
 
     def _start(self, spec: ServerSpec) -> ServerProcess:
-        plan = self.plan(spec)
+        number = len(self.launches) + 1
+        plan = self.plan(spec, number)
         plan.perf_dir.mkdir(parents=True, exist_ok=True)
         server = ServerProcess(plan.command, plan.env, plan.perf_dir / "server.log", plan.ports.http, watch=self.watch)
+        server.label, server.progress, server.progress_every = f"server {number}", self.progress, self.progress_every
         launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path), command=" ".join(plan.command))
         self.launches.append(launch)
         started = time.monotonic()
+        self.progress(
+            f"diffperf: starting server {number} ({spec.model}): {short_command(server.command)}; log: {server.log_path}"
+        )
         try:
             server.start()
             launch.pid = server.pid
             self._current = (spec, server)
-            server.wait_ready(self.startup_timeout, self.progress)
+            server.wait_ready(self.startup_timeout)
         except ServerError as exc:
             self.release()
             launch.error = exc.headline()
@@ -102,6 +108,8 @@ class ServerPool:
             self._failed[spec] = ServerError(exc.problem, exc.server, note)
             raise
         launch.ready, launch.load_ms = True, server.load_ms
+        load = f" (load {server.load_ms / 1000:.1f} s)" if server.load_ms is not None else ""
+        self.progress(f"diffperf: server {number} ready after {time.monotonic() - started:.1f} s{load}")
         return server
 
     def release(self) -> None:

@@ -6,6 +6,8 @@ import collections
 import contextlib
 import os
 import random
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -29,23 +31,82 @@ FATAL_PATTERNS = (
     "terminate called after throwing",
     "Aborted (core dumped)",
 )
-TAIL_LINES = 200
-PROGRESS_EVERY_S = 30.0
+TAIL_LINES = 200  # log lines kept for failure messages (access-log lines not counted)
+PROGRESS_EVERY_S = 15.0
 HEALTH_POLL_S = 1.0  # as SGLang's harness polls /health
 PORT_TRIES = 100
+LINE_WIDTH = 160  # a log line or command quoted in a progress line is cut here
+# uvicorn's (SGLang's) access log: `INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK`
+ACCESS_LOG = re.compile(r'"(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \S+ HTTP/\d(?:\.\d)?" \d{3}')
+
+Progress = Callable[[str], None]
+
+
+def is_access_line(line: str) -> bool:
+    """An HTTP access-log line (health polls, video-job polls, requests): left out of log tails."""
+    return ACCESS_LOG.search(line) is not None
+
+
+def shorten(text: str, width: int = LINE_WIDTH) -> str:
+    """``text`` on one line, cut to ``width`` characters (an ellipsis marks the cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def short_command(command: list[str], width: int = LINE_WIDTH) -> str:
+    """A command for a progress line: the program's base name (``python``, ``sglang``), then its arguments, cut."""
+    program = Path(command[0]).name if command else ""
+    program = "python" if program.startswith("python") else program
+    return shorten(shlex.join([program, *command[1:]]), width)
 
 
 @dataclass(frozen=True)
 class ServerLog:
-    """Where to look when a server fails: its address, its command, its log and the log's last lines."""
+    """Where to look when a server fails: its address, its command, its log and the log's last lines.
+
+    ``tail`` holds the last ``TAIL_LINES`` lines that are not access-log lines; ``left_out`` counts
+    the access-log lines (health polls, job polls) the log had.
+    """
 
     url: str
     command: str
     path: Path
     tail: str
+    left_out: int = 0
 
-    def section(self) -> str:
-        return f"log: {self.path}\n--- last {TAIL_LINES} lines ---\n{self.tail}"
+    def lines(self) -> list[str]:
+        return self.tail.splitlines()
+
+    def section(self, lines: int = TAIL_LINES) -> str:
+        kept = self.lines()[-lines:] if lines > 0 else []
+        note = f", {self.left_out} access-log line(s) left out" if self.left_out else ""
+        head = f"log: {self.path}"
+        return head if not kept else f"{head}\n--- last {len(kept)} log line(s){note} ---\n" + "\n".join(kept)
+
+
+class Heartbeat:
+    """A progress line at most every ``every`` seconds while something runs: what it is, how long it has
+    taken, a status (a video job's progress) and the server log's last line."""
+
+    def __init__(self, progress: Progress, what: str, every: float, last_line: Callable[[], str] = lambda: ""):
+        self.progress = progress
+        self.what = what
+        self.every = every
+        self.last_line = last_line
+        self.started = time.monotonic()
+        self.due = self.started + every
+
+    def tick(self, status: str = "") -> None:
+        """Write the line if it is due."""
+        now = time.monotonic()
+        if now < self.due:
+            return
+        self.due = now + self.every
+        parts = [f"diffperf: {self.what}: {now - self.started:.0f} s", *([status] if status else [])]
+        last = self.last_line()
+        if last:
+            parts.append(f"log: {shorten(last)}")
+        self.progress("; ".join(parts))
 
 
 class ServerFailure(DiffperfFailure):
@@ -144,6 +205,9 @@ class ServerProcess:
         host: str = "127.0.0.1",
         watch: Sequence[int] = (),
     ):
+        self.label = f"server on port {port}"  # how progress lines name it (the pool: "server N")
+        self.progress: Progress = lambda _msg: None  # progress lines while it loads and while requests run
+        self.progress_every = PROGRESS_EVERY_S
         self.command = command
         self.watch = tuple(watch)
         self.ended: str | None = None  # how it ended: "exit code 1", "signal SIGKILL", "timeout: ...", "stopped"
@@ -157,6 +221,7 @@ class ServerProcess:
         self.perf_log: Path = log_path.parent / protocol.PERF_LOG_FILE
         self.fatal: str | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self._left_out = 0  # access-log lines, not kept in the tail
         self._proc: subprocess.Popen[bytes] | None = None
         self._spawn_ns = 0
         self._reader: threading.Thread | None = None
@@ -179,15 +244,14 @@ class ServerProcess:
         self._reader = threading.Thread(target=self._tee, name=f"diffperf-tee-{self.port}", daemon=True)
         self._reader.start()
 
-    def wait_ready(
-        self, timeout: float, progress: Callable[[str], None] = lambda _msg: None, every: float = PROGRESS_EVERY_S
-    ) -> None:
+    def wait_ready(self, timeout: float, progress: Progress | None = None, every: float | None = None) -> None:
         """Poll /health (each second, as SGLang) until 200; fail at once if the process exits or prints a fatal pattern.
 
-        ``progress`` receives a line every ``every`` seconds while waiting.
+        ``progress`` (default: the server's own) receives a line every ``every`` seconds (default: the
+        server's ``progress_every``) while waiting: the time so far and the log's last line.
         """
-        start = time.monotonic()
-        next_progress = start + every
+        beat = self.heartbeat("loading", progress, every)
+        start = beat.started
         while True:
             self.check_alive("while starting")
             try:
@@ -199,11 +263,22 @@ class ServerProcess:
             now = time.monotonic()
             if now - start > timeout:
                 self.ended = self.ended or f"timeout: not ready after {timeout:.0f} s"
-                raise ServerError(f"not ready after {timeout:.0f} s", self.snapshot())
-            if now >= next_progress:
-                progress(f"diffperf: waiting for {self.base_url} ({now - start:.0f} s)")
-                next_progress += every
-            time.sleep(max(0.0, min(HEALTH_POLL_S, next_progress - now, start + timeout - now) + 0.01))
+                raise ServerError(f"not ready after {timeout:.0f} s (--diffperf-startup-timeout)", self.snapshot())
+            beat.tick()
+            time.sleep(max(0.0, min(HEALTH_POLL_S, beat.due - now, start + timeout - now) + 0.01))
+
+    def heartbeat(self, what: str, progress: Progress | None = None, every: float | None = None) -> Heartbeat:
+        """Progress lines for ``what`` (``loading``, ``request 2``) on this server, with its log's last line."""
+        return Heartbeat(
+            progress or self.progress,
+            f"{self.label} {what}",
+            self.progress_every if every is None else every,
+            self.last_line,
+        )
+
+    def last_line(self) -> str:
+        """The last non-empty line of the log that is not an access-log line ('' when none)."""
+        return next((line for line in reversed(list(self._tail)) if line.strip()), "")  # a copy: the tee appends
 
     def check_alive(self, when: str) -> None:
         if self.fatal:
@@ -265,7 +340,10 @@ class ServerProcess:
                 log.write(raw)
                 log.flush()
                 line = raw.decode("utf-8", "replace").rstrip("\n")
-                self._tail.append(line)
+                if is_access_line(line):
+                    self._left_out += 1
+                else:
+                    self._tail.append(line)
                 marker = protocol.parse_load_marker(line)
                 if marker is not None and self.load_ms is None:
                     self.load_ms = (marker - self._spawn_ns) / 1e6
@@ -277,7 +355,7 @@ class ServerProcess:
 
     def snapshot(self) -> ServerLog:
         """The server's log as it is now, for a failure message."""
-        return ServerLog(self.base_url, " ".join(self.command), self.log_path, self.tail())
+        return ServerLog(self.base_url, " ".join(self.command), self.log_path, self.tail(), self._left_out)
 
     def log_section(self) -> str:
         return self.snapshot().section()

@@ -116,6 +116,7 @@ def ab_run(
             devices.env,
             devices.ports,
             launcher=sides[side].launcher,
+            progress_every=settings.diffperf_progress_every,
         )
         for side in SIDES
     }

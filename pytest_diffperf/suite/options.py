@@ -18,6 +18,8 @@ import pytest
 from .._util.text import truthy
 from ..errors import DiffperfError
 
+LAST = "last"  # --diffperf-compare-to's word for the history's latest run
+
 
 @dataclass(frozen=True)
 class Option:
@@ -112,6 +114,25 @@ OPTIONS = (
     ),
     Option("--diffperf-remeasure", "fresh servers a static scenario may be measured on (1: never again)", default="3"),
     Option("--diffperf-noise", "noise priors calibrated for this runner class (JSON; docs/verdicts.md)", is_path=True),
+    Option(
+        "--diffperf-log-dir",
+        "server logs go in a new folder here (default: pytest's basetemp, which keeps the last 3 runs)",
+        is_path=True,
+    ),
+    Option("--diffperf-progress-every", "seconds between progress lines while a server loads or a request runs", "15"),
+    Option("--diffperf-log-tail", "server log lines in a failure message (default: 200, with --tb=short 20)"),
+    Option("--diffperf-html", "write a self-contained HTML report here (needs the report extra)", is_path=True),
+    Option("--diffperf-history", "append this run's results, with provenance, to this history folder", is_path=True),
+    Option(
+        "--diffperf-compare-to",
+        "compare this run with an earlier --diffperf-json file, or 'last' (the latest run of --diffperf-history)",
+        is_path=True,
+        words=(LAST,),
+    ),
+    Option(
+        "--regen-force", "regenerate even where the baseline file's platform is not the measured hardware", is_flag=True
+    ),
+    Option("--regen-description", "replace the baseline file's metadata.description with this text"),
 )
 
 
@@ -157,6 +178,14 @@ class Settings:
     diffperf_static_noise: str
     diffperf_remeasure: str
     diffperf_noise: Path | None
+    diffperf_log_dir: Path | None = None
+    diffperf_progress_every: float = 15.0
+    diffperf_log_tail: int | None = None  # None: by --tb
+    diffperf_html: Path | None = None
+    diffperf_history: Path | None = None
+    diffperf_compare_to: Path | None = None
+    regen_force: bool = False
+    regen_description: str | None = None
 
     @property
     def profile(self) -> str | None:
@@ -193,9 +222,22 @@ def read_settings(config: pytest.Config) -> Settings:
         if raw is not None and opt.is_path:
             raw = Path(str(raw)) if str(raw) in opt.words else (base / str(raw)).resolve()
         values[opt.dest] = truthy(raw) if opt.is_flag else raw
-    for name in ("diffperf_startup_timeout", "diffperf_request_timeout"):
+    for name in ("diffperf_startup_timeout", "diffperf_request_timeout", "diffperf_progress_every"):
         values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
+    values["diffperf_log_tail"] = _count(values["diffperf_log_tail"], "--diffperf-log-tail")
     return Settings(**values)  # type: ignore[arg-type]
+
+
+def _count(raw: object, flag: str) -> int | None:
+    if raw is None:
+        return None
+    try:
+        value = int(str(raw))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise DiffperfError(f"expected a number of lines (0 or more), got {raw!r}", source=flag)
+    return value
 
 
 def _positive_float(raw: object, flag: str) -> float:
@@ -225,3 +267,31 @@ def ground_truth_requested(config: pytest.Config, env: Mapping[str, str] = os.en
     if truthy(option_value(config, "regen_ground_truth")):
         return True
     return truthy(env.get(GT_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
+
+
+def detached_paths(config: pytest.Config) -> list[tuple[str, str]]:
+    """Path options written as two words whose value exists (``--diffperf-cases /tmp/x.json``): (flag, value).
+
+    pytest picks the rootdir, and with it the ini file, from the existing paths among the arguments
+    before it knows the plugin's options, so such a value counts as a test path there (the ``=``
+    form does not)."""
+    args = [str(a) for a in config.invocation_params.args]
+    flags = {opt.flag for opt in OPTIONS if opt.is_path}
+    return [
+        (arg, args[i + 1])
+        for i, arg in enumerate(args[:-1])
+        if arg in flags and (config.invocation_params.dir / args[i + 1]).exists()
+    ]
+
+
+def detached_paths_note(config: pytest.Config) -> str:
+    """What to do about ``detached_paths`` ('' when there are none)."""
+    found = detached_paths(config)
+    if not found:
+        return ""
+    written = ", ".join(f"{flag}={value}" for flag, value in found)
+    ini = config.inipath or "none"
+    return (
+        f"pytest took {', '.join(value for _, value in found)} for test path(s) when it chose the rootdir "
+        f"({config.rootpath}, ini file: {ini}): write {written} (with '=')"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..regen.policy import RegenSettings
 from ..regen.regenerator import Regenerator
 from ..regen.summary import summary_lines
 from ..regen.writer import diff
+from ..results.provenance import measured_on
 from ..serving.launchers import group_key
 from .session import DiffperfSession
 
@@ -32,15 +34,17 @@ def start_regen(config: pytest.Config, session: DiffperfSession) -> None:
     try:
         settings = RegenSettings.parse(s.regen_policy, s.regen_min_improvement, s.regen_dry_run)
         ids = session.scenario_ids()
+        device, measured = measured_on(session.launcher.name)
         run = Regenerator.start(
             settings, session.baselines, s.diffperf_hardware, session.cases, ids, group_key(session.cases, session.launcher.name),
-            s.diffperf_cases,
+            s.diffperf_cases, device=device, measured=measured, force=s.regen_force,
+            description=s.regen_description, announce=session.pool.progress,
         )  # fmt: skip
     except DiffperfError:
         shutil.rmtree(session.workdir, ignore_errors=True)  # an empty folder; nothing of this run stays
         raise
     config.stash[REGEN_KEY] = run
-    config.pluginmanager.register(RegenSummary(run.settings, run.metadata), "diffperf-regen")
+    config.pluginmanager.register(RegenSummary(run.settings, run.metadata, run.warnings), "diffperf-regen")
 
 
 def get_regen(config: pytest.Config) -> Regenerator | None:
@@ -48,10 +52,15 @@ def get_regen(config: pytest.Config) -> Regenerator | None:
 
 
 class RegenSummary:
-    def __init__(self, settings: RegenSettings, metadata: dict[str, str]):
+    def __init__(self, settings: RegenSettings, metadata: dict[str, str], warnings: Sequence[str] = ()):
         self.settings = settings
         self.metadata = metadata
+        self.warnings = list(warnings)
         self.records: dict[str, dict[str, Any]] = {}
+
+    @pytest.hookimpl
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        return [f"diffperf: {warning}" for warning in self.warnings]
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -63,6 +72,8 @@ class RegenSummary:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         write = terminalreporter.write_line
         terminalreporter.section("diffperf baseline regeneration")
+        for warning in self.warnings:
+            write(f"warning: {warning}")
         for line in summary_lines(list(self.records.values()), self.settings):
             write(line)
         if self.settings.dry_run:

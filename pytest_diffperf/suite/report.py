@@ -1,21 +1,31 @@
 """Results of the run, gathered from test reports (so xdist workers' results arrive too).
 
-Writes the ``--diffperf-json`` file, the terminal summary table and, when ``GITHUB_STEP_SUMMARY``
-is set, the same table in Markdown.
+The controller writes the ``--diffperf-json`` file (with the run's provenance), appends it to the
+``--diffperf-history`` folder, writes the ``--diffperf-html`` report and, when
+``GITHUB_STEP_SUMMARY`` is set, the step summary; the terminal gets the summary table, the
+comparison with ``--diffperf-compare-to`` and where each file went. The header names the run's
+provenance and where the server logs are.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._util.ci import append_step_summary
 from .._util.text import format_table
+from ..errors import DiffperfError
 from ..results.model import RESULTS_VERSION, ScenarioResult
-from ..results.tables import markdown, summary_table
+from ..results.provenance import Provenance, collect
+from ..results.stepsummary import markdown, totals
+from ..results.tables import ordered, summary_table
+from .stash import get_session
+
+if TYPE_CHECKING:
+    from .session import DiffperfSession
 
 RESULT_PROPERTY = "diffperf_result"
 SCENARIO_PROPERTY = "diffperf_scenario"
@@ -28,7 +38,11 @@ class ResultsCollector:
         self.json_path = json_path
         self.artifacts_dir = artifacts_dir  # where the consistency summary.json goes
         self.results: dict[str, ScenarioResult] = {}
+        self.written: list[str] = []  # what this run wrote, for the terminal summary
+        self._provenance: Provenance | None = None
+        self._config: pytest.Config | None = None
 
+    # -- gathering -------------------------------------------------------------------------------
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
@@ -37,45 +51,127 @@ class ResultsCollector:
         if RESULT_PROPERTY in props:
             self.results[report.nodeid] = ScenarioResult.model_validate_json(str(props[RESULT_PROPERTY]))
         if report.failed and self.results.get(report.nodeid, None) is None:
-            first = str(report.longrepr).strip().splitlines()[:1]
             server = json.loads(str(props[SERVER_PROPERTY])) if SERVER_PROPERTY in props else None
             self.results[report.nodeid] = ScenarioResult(
-                scenario=str(props[SCENARIO_PROPERTY]), verdict="error", message=" ".join(first), server=server
+                scenario=str(props[SCENARIO_PROPERTY]), verdict="error", message=crash_line(report), server=server
             )
         elif report.skipped and report.nodeid not in self.results:
-            self.results[report.nodeid] = ScenarioResult(scenario=str(props[SCENARIO_PROPERTY]), verdict="skipped")
+            self.results[report.nodeid] = ScenarioResult(
+                scenario=str(props[SCENARIO_PROPERTY]), verdict="skipped", message=skip_reason(report)
+            )
 
+    # -- header ----------------------------------------------------------------------------------
+    @pytest.hookimpl
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        from .logdir import describe
+
+        self._config = config
+        session = get_session(config)
+        if session is None:
+            return []
+        from .options import detached_paths_note
+        from .runs import case_file_lines
+
+        note = detached_paths_note(config)
+        return [
+            f"diffperf: {self.provenance(session).line()}",
+            describe(config, session.workdir),
+            *case_file_lines(session),
+            *([f"diffperf: warning: {note}"] if note else []),
+        ]
+
+    def provenance(self, session: DiffperfSession) -> Provenance:
+        """This run's provenance (asked once: a vendor tool names the device)."""
+        if self._provenance is None:
+            prefix = session.baselines.runner_prefix
+            repo = session.baselines.primary.parent
+            self._provenance = collect(session.launcher.name, session.settings.diffperf_hardware, prefix, repo=repo)
+        return self._provenance
+
+    # -- the end of the run ----------------------------------------------------------------------
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
             return
+        from .regen import get_regen
+
+        session = get_session(terminalreporter.config)
+        results = self.ordered(session)
         terminalreporter.section("diffperf summary")
-        for line in format_table(summary_table(self.results.values()), right_from=None):
+        if get_regen(terminalreporter.config) is None:  # a regeneration run's own summary says what it measured
+            for line in format_table(summary_table(results), right_from=None):
+                terminalreporter.write_line(line)
+        terminalreporter.write_line(totals(results))
+        if session is not None and session.settings.diffperf_compare_to is not None:
+            from .runs import comparison_lines
+
+            for line in comparison_lines(session, results, terminalreporter.config):
+                terminalreporter.write_line(line)
+        for line in self.written:
             terminalreporter.write_line(line)
-        if self.json_path:
-            terminalreporter.write_line(f"diffperf results: {self.json_path}")
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(session.config, "workerinput") or not self.results:
             return  # xdist workers report through the controller
+        ds = get_session(session.config)
+        document = self.document(ds)
         if self.json_path:
             self.json_path.parent.mkdir(parents=True, exist_ok=True)
-            self.json_path.write_text(json.dumps(self.document(), indent=2) + "\n", encoding="utf-8")
+            self.json_path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+            self.written.append(f"diffperf results: {self.json_path}")
         compared = [r.consistency for r in self.results.values() if r.consistency]
         if self.artifacts_dir and compared:
             from ..consistency import write_summary
 
             write_summary(compared, self.artifacts_dir)
-        append_step_summary(markdown(summary_table(self.results.values()), self.header))
+        results = self.ordered(ds)
+        provenance = document.get("provenance")
+        append_step_summary(markdown(results, self.header, provenance))
+        if ds is not None:
+            self._history_and_html(ds, session.config, document, results)
 
-    def document(self) -> dict[str, Any]:
+    def _history_and_html(
+        self, ds: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
+    ) -> None:
+        from ..results import history
+        from .runs import write_html
+
+        try:
+            if ds.settings.diffperf_history is not None:
+                self.written.append(f"diffperf history: {history.save(ds.settings.diffperf_history, document)}")
+            if ds.settings.diffperf_html is not None:
+                self.written.append(f"diffperf report: {write_html(ds, config, document, results)}")
+        except DiffperfError as exc:
+            self.written.append(f"diffperf: error: {exc}")
+
+    def ordered(self, session: DiffperfSession | None) -> list[ScenarioResult]:
+        """The results in the baseline file's order (xdist delivers them in completion order)."""
+        return ordered(self.results.values(), session.scenario_ids() if session is not None else ())
+
+    def document(self, session: DiffperfSession | None = None) -> dict[str, Any]:
+        results = self.ordered(session)
         return {
             "version": RESULTS_VERSION,
             **self.header,
-            "rows": [row for r in self.results.values() for row in r.rows],
-            "scenarios": [r.document() for r in self.results.values()],
-            "servers": list(
-                {(r.server["pid"], r.server["port"]): r.server for r in self.results.values() if r.server}.values()
-            ),
+            "provenance": self.provenance(session).model_dump() if session is not None else None,
+            "rows": [row for r in results for row in r.rows],
+            "scenarios": [{k: v for k, v in r.document().items() if k != "rows"} for r in results],  # rows: above
+            "servers": list({(r.server["pid"], r.server["port"]): r.server for r in results if r.server}.values()),
         }
+
+
+def crash_line(report: pytest.TestReport) -> str:
+    """A failed report's one-line summary (the crash message, else the first line)."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = str(getattr(crash, "message", "") or "")
+    if message:
+        return message.splitlines()[0]
+    return " ".join(str(report.longrepr).strip().splitlines()[:1])
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return ""

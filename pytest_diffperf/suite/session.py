@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +29,9 @@ from ..sharding.plan import Shard, assign, parse_shard, server_groups
 from ..verdicts.static import StaticPolicy
 from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
+from .logdir import log_dir
 from .options import Settings, ground_truth_requested, read_settings
+from .progress import register as live_progress
 from .validation import check_up_front
 
 
@@ -82,10 +84,9 @@ class DiffperfSession:
         check_up_front(settings, cases.values(), consistency)
         priors = noise_priors(settings)
         inconclusive, noise = inconclusive_mode(settings), static_policy(settings, priors)
-        sweep("diffperf-")  # earlier runs' logs, once old
-        workdir = Path(tempfile.mkdtemp(prefix="diffperf-"))  # last: nothing above leaves a folder behind
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        progress = (lambda msg: reporter.write_line(msg)) if reporter else (lambda _msg: None)
+        sweep("diffperf-")  # earlier versions' and crashed runs' work folders in $TMPDIR, once old
+        workdir = log_dir(config, settings)  # made by the first server start: none in a collect-only run
+        progress = live_progress(config)  # shown live, also from xdist workers
         try:
             ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress)
         except DiffperfError:
@@ -104,6 +105,7 @@ class DiffperfSession:
                 devices.env,
                 devices.ports,
                 watch=controller(config),
+                progress_every=settings.diffperf_progress_every,
             ),
             workdir=workdir,
             devices=devices,
@@ -164,7 +166,8 @@ class DiffperfSession:
         """The report header: settings, the baseline files' lint warnings, where the logs go, the shard."""
         warnings = sum(f.severity == "warning" for f in lint_baselines(self.baselines))
         lines = [f"diffperf: {k}={v}" for k, v in self.header().items() if v is not None]
-        lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: diffperf lint FILE)")
+        if warnings:
+            lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: {self.lint_command()})")
         if self.case_source:
             source = self.case_source
             lines.append(
@@ -173,7 +176,6 @@ class DiffperfSession:
                 f"{len(self.not_expressible)} not expressible yet"
             )
             lines += [f"diffperf: note: {note}" for note in source.get("notes", [])]
-        lines.append(f"diffperf: logs in {self.workdir}")
         if self.settings.diffperf_dry_run:
             lines.append("diffperf: dry run: nothing is started; each scenario's plan is printed at the end")
         if self.shard is not None:
@@ -182,6 +184,13 @@ class DiffperfSession:
                 f"{len(self.shard.groups)} server start(s), estimated {self.shard.estimated_s:.0f} s"
             )
         return lines
+
+    def lint_command(self) -> str:
+        """The ``diffperf lint`` command that lists the findings the header counts."""
+        hardware = self.settings.diffperf_hardware
+        return shlex.join(
+            ["diffperf", "lint", str(self.settings.diffperf_baselines), *(["--hardware", hardware] if hardware else [])]
+        )
 
     def close(self) -> None:
         self.pool.release()
@@ -207,7 +216,7 @@ class Unmatched:
         if self.no_scenario:
             lines.append(
                 f"diffperf: {len(self.no_scenario)} case(s) without a baseline scenario (they fail, printing the "
-                f"baseline to add): {', '.join(self.no_scenario)}"
+                f"baseline to add; pytest --regen-baselines -k ID writes it): {', '.join(self.no_scenario)}"
             )
         if self.not_expressible:
             lines.append(f"diffperf: {len(self.not_expressible)} case(s) of SGLang's the plugin cannot run (skipped):")

@@ -14,6 +14,7 @@ from pytest_diffperf.consistency.thresholds import threshold_files
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.lint import lint_baselines
 from tests.support.cli import Result, diffperf
+from tests.support.suite import tiny_case
 
 S = "img_t2i"
 
@@ -127,7 +128,7 @@ def test_all_schema_errors_are_listed(write, h100_doc):
         ('{"scenarios": {', "invalid JSON"),
         ("[1]", "expected a JSON object at the top level"),
         ('{"models": []}', "neither a baseline file"),
-        ('{"cases": [{"id": "a"}]}', "neither a baseline file"),  # the plugin's case file
+        ('{"cases": [{"id": "a"}]}', "required key is missing"),  # the plugin's case file, linted as one
         ('{"scenarios": {"a": {}, "a": {}}}', "duplicate key"),
         ('{"scenarios": []}', "expected an object, got a list"),  # the loader's words
         ('{"scenarios": {"a": 1}}', "expected an object"),
@@ -173,7 +174,7 @@ def test_lint_thresholds_of_a_platform(layout):
 def test_folder_walk_skips_other_json(write, h100_doc):
     write("perf_baselines.json", h100_doc)
     write("other/config.json", {"models": []})
-    write("cases.json", {"cases": [{"id": "img_t2i"}]})
+    write("cases.json", {"cases": [tiny_case("img_t2i")]})  # a case file is linted as one
     assert not [f for f in lint_paths([write("x", "").parent]) if f.severity == "error"]
 
 

@@ -157,7 +157,7 @@ def test_config_or_report_is_required(tmp_path):
     proc = compare(cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (
         2,
-        "diffperf compare: error: give --config CASES.json to run, or --report FILE.jsonl to print a trend\n",
+        "diffperf compare: error: give --cases CASES.json to run, or --report FILE.jsonl to print a trend\n",
     )
 
 

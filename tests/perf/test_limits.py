@@ -112,7 +112,8 @@ def test_injected_slowdowns_fail_exactly_those_checks(fixture_set, tol):
     failed = {name for name, v in verdicts(results).items() if v != "pass"}
     assert failed == {"e2e", "step[4]", "stage[TextEncodingStage]", "runtime_peak_allocated_mb"}
     table = format_failures(results)
-    assert table.splitlines()[0].split() == ["check", "actual", "expected", "limit", "rel", "pad", "unit"]
+    header = ["check", "actual", "expected", "Δ", "limit", "allowed", "over", "limit", "rel", "pad", "unit"]
+    assert table.splitlines()[0].split() == header
     assert "stage[TextEncodingStage]" in table and "140.01" in table
     assert len(table.splitlines()) == 5
 

@@ -80,7 +80,7 @@ def test_each_scenario_is_planned_and_skipped_and_nothing_starts(pytester, cases
         [
             "diffperf: dry run: nothing is started; each scenario's plan is printed at the end",
             "diffperf: 1 scenario(s) without a case (they fail): orphan",
-            "diffperf: 1 case(s) without a baseline scenario (they fail, printing the baseline to add): new",
+            "diffperf: 1 case(s) without a baseline scenario (they fail, printing the baseline to add; pytest --regen-baselines -k ID writes it): new",
             "*6 scenario(s); nothing was started",
             "SKIPPED*a: dry run, nothing started",
         ]
@@ -95,7 +95,7 @@ def test_each_scenario_is_planned_and_skipped_and_nothing_starts(pytester, cases
     spec = ServerSpec.for_case(by_id["a"], "reference")
     assert command == ReferenceLauncher().server_command(spec, ports_of(command))  # the pool's own command
     assert command[:4] == [sys.executable, "-m", "pytest_diffperf.refserver", "serve"]
-    workdir = re.search(r"diffperf: logs in (\S+)", result.stdout.str()).group(1)
+    workdir = re.search(r"diffperf: server logs in (\S+)/server-N/", result.stdout.str()).group(1)
     assert a[2] == f"  env:     SGLANG_DIFFUSION_STAGE_LOGGING=1 SGLANG_PERF_LOG_DIR={workdir}/server-1"
     assert a[3] == f"  request: POST /v1/images/generations {json.dumps(request_body(by_id['a']))}"
     assert a[4:] == ["  requests: 0 warmup + 1 measured, 120 s each", "  judged:  every check of its baseline, profile pr_test"]  # fmt: skip

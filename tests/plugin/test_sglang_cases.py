@@ -54,7 +54,7 @@ def test_the_h100_suites_collect_every_scenario_then_the_cases_without_one(pytes
     result.stdout.fnmatch_lines(
         [
             "diffperf: 2 scenario(s) without a case (they fail): ideogram4_fp8_t2i, flux2_modelopt_fp8_t2i",
-            "diffperf: 3 case(s) without a baseline scenario (they fail, printing the baseline to add): "
+            "diffperf: 3 case(s) without a baseline scenario (they fail, printing the baseline to add; pytest --regen-baselines -k ID writes it): "
             + ", ".join(FOUR_GPU),
             "diffperf: 7 case(s) of SGLang's the plugin cannot run (skipped):",
         ]

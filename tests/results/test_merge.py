@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf.cli import main
+from pytest_diffperf.results.merge import results_of
 
 HEADER = {"version": 2, "profile": "pr_test", "preset": "sglang", "hardware": "cpu", "launcher": "reference"}
 BASELINE = Path(__file__).resolve().parents[2] / "data" / "perf_baselines" / "cpu.json"
@@ -66,12 +67,14 @@ def test_merges_rows_scenarios_servers_and_any_other_record_list(files, tmp_path
     assert merged["baselines"] == ["x.json"] and merged["shard"] is None and len(merged["merged_from"]) == 2
     text = capsys.readouterr().out.splitlines()
     assert text[0] == "diffperf merge: 2 file(s), 3 scenarios: 3 pass"
-    assert text[1].split() == ["scenario", "e2e", "ms", "expected", "limit", "worst", "check", "outcome"]
-    assert text[2].split() == ["flux_tiny_t2i", "500.00", "511.71", "1279.27", "e2e", "39%", "of", "limit", "PASS"]
+    header = ["scenario", "outcome", "e2e", "ms", "expected", "Δ", "limiting", "check", "reason"]
+    assert text[1].split() == header
+    row = ["flux_tiny_t2i", "pass", "500.00", "511.71", "-2.3%", "e2e", "-2.3%", "(allowed", "+150.0%)"]
+    assert text[2].split() == row
     markdown = (tmp_path / "m.md").read_text()
     assert markdown == summary.read_text()
-    assert "| flux_tiny_t2i | 500.00 | 511.71 | 1279.27 | e2e 39% of limit | PASS |" in markdown
-    assert "3 scenarios: 3 pass" in markdown
+    assert "| ✅ | flux_tiny_t2i | pass | 500.00 | 511.71 | -2.3% | e2e -2.3% (allowed +150.0%) |" in markdown
+    assert "**3 scenarios: 3 pass**" in markdown
 
 
 def test_errors_and_failures_are_counted_and_fail_the_merge(files, capsys):
@@ -82,7 +85,10 @@ def test_errors_and_failures_are_counted_and_fail_the_merge(files, capsys):
     assert main(["merge", *files(failing, doc(result("wan_tiny_t2v", "skipped"), shard="2/2"))]) == 1
     out = capsys.readouterr().out
     assert "3 scenarios: 1 fail, 1 error, 1 skipped" in out
-    assert "ERROR sd_tiny_t2i: server x exited with code 1" in out and "FAIL flux_tiny_t2i: e2e over its limit" in out
+    rows = {line.split()[0]: line for line in out.splitlines()[2:5]}
+    assert rows["sd_tiny_t2i"].split()[1] == "error" and rows["sd_tiny_t2i"].endswith("server x exited with code 1")
+    assert rows["flux_tiny_t2i"].split()[1] == "fail"
+    assert rows["flux_tiny_t2i"].endswith("1 check(s) over: e2e -2.3% > +150.0%")
 
 
 def test_a_consistency_failure_fails_the_merge(files, capsys):
@@ -90,7 +96,7 @@ def test_a_consistency_failure_fails_the_merge(files, capsys):
     assert main(["merge", *files(doc(result("flux_tiny_t2i", consistency=mismatch), result("sd_tiny_t2i")))]) == 1
     out = capsys.readouterr().out
     assert "2 scenarios: 1 pass, 1 fail" in out
-    assert "FAIL flux_tiny_t2i: CONSISTENCY: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95" in out
+    assert "output: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95" in out
 
 
 def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path):
@@ -100,7 +106,7 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
     out = capsys.readouterr().out
     absent = "flux_tiny_t2i_8steps, sd_tiny_t2i_192, wan_tiny_t2v, flux_kontext_tiny_edit, wan_tiny_i2v"
     assert f"5 scenario(s) of {BASELINE} ran in no shard: {absent}" in out
-    assert f"**5 scenario(s) ran in no shard:** {absent}" in summary.read_text()
+    assert f"> 5 scenario(s) ran in no shard: {absent}" in summary.read_text()
     complete = files(doc(*(result(s) for s in json.loads(BASELINE.read_text())["scenarios"])))
     assert main(["merge", *complete, "--expect-all", str(BASELINE)]) == 0
 
@@ -168,3 +174,48 @@ def test_missing_file_and_misused_options(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"diffperf merge: error: {tmp_path}/results-*.json: file not found"
     assert main(["merge", str(tmp_path / "x.json"), "--hardware", "cpu"]) == 2
     assert capsys.readouterr().err.strip() == "diffperf merge: error: --hardware: only applies with --expect-all"
+
+
+def test_rows_are_stored_once_and_rejoined_with_their_scenarios():
+    stored = doc(result("a"), result("b")) | {
+        "rows": [{"scenario": "b", "e2e_ms": 2.0}, {"scenario": "a", "e2e_ms": 1.0}]
+    }
+    for s in stored["scenarios"]:
+        del s["rows"]
+    assert [r.rows for r in results_of(stored)] == [
+        [{"scenario": "a", "e2e_ms": 1.0}],
+        [{"scenario": "b", "e2e_ms": 2.0}],
+    ]
+    own = doc(result("a", rows=[{"scenario": "a", "e2e_ms": 9.0}]))  # an entry with its own rows keeps them
+    assert [r.rows for r in results_of(own)] == [[{"scenario": "a", "e2e_ms": 9.0}]]
+
+
+def test_html_report_with_the_baselines_steps_and_the_historys_trend(files, tmp_path):
+    pytest.importorskip("matplotlib")
+    from tests.support.reports import Links
+
+    step = {"name": "step[0]", "kind": "step", "actual": 30.0, "expected": 25.0, "limit": 60.0, "rel": 1.0, "pad": 5}
+    scenario = result("flux_tiny_t2i", checks=[step | {"verdict": "pass"}])
+    history = tmp_path / "hist"
+    history.mkdir()
+    for i in range(2):
+        stamped = doc(scenario) | {"provenance": {"timestamp": f"2026-05-0{i + 1}T12:00:00+00:00"}}
+        (history / f"{i}.json").write_text(json.dumps(stamped))
+    page = tmp_path / "report.html"
+    argv = [
+        "merge",
+        *files(doc(scenario)),
+        "--html",
+        str(page),
+        "--history",
+        str(history),
+        "--expect-all",
+        str(BASELINE),
+    ]
+    assert main(argv) == 1  # the other scenarios ran in no file
+    text = page.read_text()
+    links = Links()
+    links.feed(text)
+    assert all(url.startswith(("#", "data:")) for url in links.urls) and links.tags.count("svg") >= 1
+    assert "<h2>Trend over 2 run(s)</h2>" in text and "merged from 1 file(s)" in text
+    assert "per-step times" in text and "stroke-dasharray" in text  # the step chart's dashed line: the baseline's steps

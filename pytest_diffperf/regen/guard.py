@@ -1,0 +1,57 @@
+"""What regeneration refuses: figures measured on one platform written into another platform's baseline file.
+
+A baseline file's platform is its fragment's (``ascend/perf_baselines_npu.json``: npu), else its
+name's in a ``perf_baselines/`` folder (``h100.json``: h100), else the hardware the run judges
+(``--diffperf-hardware``; a single ``perf_baselines.json``). The measured platform is the device's
+the servers ran on (``results.provenance.measured_on``: ``cpu`` for the CPU reference server).
+Regeneration starts only when they are the same (a device of no known platform is refused too:
+a file's figures must come from its hardware), or with ``--regen-force``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import DiffperfError
+from ..perf.baselines import PLATFORM_DIR
+from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS, canonical_platform
+
+FORCE = "--regen-force"
+LARGE_CHANGE = 0.5  # an e2e that moves by more than this is called out before it is written
+
+
+def file_platform(path: Path, hardware: str | None) -> str | None:
+    """The platform whose figures ``path`` holds (None when neither its place nor the run says)."""
+    posix = path.as_posix()
+    for platform, relative in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True):
+        if posix.endswith(relative):
+            return platform
+    if path.parent.name == PLATFORM_DIR:
+        try:
+            return canonical_platform(path.stem)
+        except DiffperfError:
+            pass
+    return canonical_platform(hardware) if hardware else None
+
+
+def check_platforms(
+    targets: Iterable[Path], hardware: str | None, device: str, measured: str | None, force: bool
+) -> list[str]:
+    """DiffperfError for the first target whose platform is not the measured one (unless ``force``);
+    with ``force``, the warnings that were overridden."""
+    warnings = []
+    for path in sorted(set(targets)):
+        platform = file_platform(path, hardware)
+        if platform is None or platform == measured:
+            continue
+        on = f"{device} ({measured})" if measured else f"{device}, a device of no known platform"
+        problem = f"{path} holds {platform} figures, and this run measures on {on}"
+        if not force:
+            raise DiffperfError(
+                f"refusing to regenerate: {problem}; regenerate on {platform} hardware, or pass {FORCE} "
+                "to write these figures anyway",
+                source="--regen-baselines",
+            )
+        warnings.append(f"{FORCE}: {problem}; writing them anyway")
+    return warnings

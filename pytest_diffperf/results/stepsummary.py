@@ -1,0 +1,156 @@
+"""The run as GitHub-flavoured Markdown, for ``$GITHUB_STEP_SUMMARY`` (the pytest run and ``diffperf merge``).
+
+Totals first, then a table of the failing checks (the regressions) with their change and the stage
+behind each, the reasons of the other scenarios that did not pass, every scenario in one table, and
+each scenario's checks in a collapsed ``<details>``; the provenance closes it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .model import OUTCOMES, CheckRecord, ScenarioResult
+from .provenance import Provenance
+from .tables import MEMORY_KINDS, change, e2e_of, failing_checks, limiting_text, noise_text, num, pct, reason
+
+ICONS = {
+    "pass": "✅",
+    "fail": "❌",
+    "error": "💥",
+    "inconclusive": "❔",
+    "unguarded": "⚠️",
+    "unjudged": "🔘",
+    "skipped": "⏭️",
+}
+DENOISE_KINDS = frozenset({"step", "denoise_agg", "per_frame"})
+
+
+def totals(results: Sequence[ScenarioResult]) -> str:
+    """``5 scenarios: 4 pass, 1 fail`` (every outcome the model knows, in its order)."""
+    counts = Counter(r.outcome for r in results)
+    known = [o for o in OUTCOMES if counts[o]] + sorted(o for o in counts if o not in OUTCOMES)
+    noun = "scenario" if len(results) == 1 else "scenarios"
+    return f"{len(results)} {noun}: " + (", ".join(f"{counts[o]} {o}" for o in known) or "none")
+
+
+def stage_of(check: CheckRecord, result: ScenarioResult) -> str:
+    """The stage behind a failing check: its own, the denoising stage for step checks, and for e2e and
+    load the stage that grew the most (in ms) in this scenario."""
+    if check.kind == "stage":
+        return check.name.removeprefix("stage[").removesuffix("]")
+    if check.kind in DENOISE_KINDS:
+        return "DenoisingStage"
+    if check.kind in MEMORY_KINDS:
+        return "-"
+    grown = [
+        (c.actual - c.expected, c.name.removeprefix("stage[").removesuffix("]"))
+        for c in result.checks
+        if c.kind == "stage" and c.actual is not None
+    ]
+    delta, stage = max(grown, default=(0.0, ""))
+    return f"{stage} {delta:+.0f} ms" if stage and delta > 0 else "-"
+
+
+def markdown(
+    results: Sequence[ScenarioResult],
+    header: Mapping[str, Any],
+    provenance: Provenance | Mapping[str, Any] | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    """The whole step summary."""
+    outcomes: Counter[str] = Counter(r.outcome for r in results)
+    worst = next((o for o in ("error", "fail", "inconclusive") if outcomes[o]), "pass")
+    title = f"### {ICONS.get(worst, '')} diffperf: profile `{header.get('profile')}` on `{header.get('hardware')}`"
+    prov = provenance if isinstance(provenance, Provenance) else _provenance(provenance)
+    lines = [title, "", f"**{totals(results)}**" + (f" · {prov.line()}" if prov else ""), ""]
+    lines += [f"> {note}" for note in notes] + ([""] if notes else [])
+    lines += _regressions(results)
+    others = [r for r in results if r.outcome not in ("pass", "skipped") and not failing_checks(r)]
+    if others:
+        lines += ["#### Not passed", "", "| scenario | outcome | reason |", "|---|---|---|"]
+        lines += [f"| {_cell(r.scenario)} | {r.outcome} | {_cell(reason(r))} |" for r in others] + [""]
+    lines += ["#### Scenarios", "", "| | scenario | outcome | e2e ms | expected | Δ | limiting check |"]
+    lines.append("|---|---|---|---:|---:|---:|---|")
+    for r in results:
+        actual, expected = e2e_of(r)
+        lines.append(
+            f"| {ICONS.get(r.outcome, '•')} | {_cell(r.scenario)} | {r.outcome} | {num(actual)} | {num(expected)} | "
+            f"{pct(change(actual, expected)) if expected else '-'} | {_cell(limiting_text(r))} |"
+        )
+    lines.append("")
+    for r in results:
+        lines += _details(r)
+    if prov is not None:
+        lines += ["<details><summary>Provenance</summary>", "", "| field | value |", "|---|---|"]
+        lines += [f"| {name} | {_cell(value)} |" for name, value in prov.pairs()] + ["", "</details>", ""]
+    return "\n".join(lines) + "\n"
+
+
+def _regressions(results: Sequence[ScenarioResult]) -> list[str]:
+    rows = [(r, c) for r in results if r.verdict == "fail" for c in failing_checks(r)]
+    regressed = [(r, m) for r in results if r.ab is not None for m in r.ab.metrics if m.verdict == "regressed"]
+    if not rows and not regressed:
+        return []
+    lines = ["#### Regressions", "", "| scenario | check | actual | expected | Δ | limit | allowed | stage |"]
+    lines.append("|---|---|---:|---:|---:|---:|---:|---|")
+    for r, m in regressed:  # A/B: the candidate against the base, the ratio's interval against the tolerance
+        interval = f" [{pct(m.low - 1)}, {pct(m.high - 1)}]" if m.low is not None and m.high is not None else ""
+        lines.append(
+            f"| {_cell(r.scenario)} | A/B {_cell(m.name)} | {num(m.candidate_ms)} ms | {num(m.base_ms)} (base) | "
+            f"{pct(m.ratio - 1) if m.ratio is not None else '-'}{interval} | - | ±{m.tolerance:.1%} | "
+            f"{_cell(m.name.removeprefix('stage[').removesuffix(']')) if m.name.startswith('stage[') else '-'} |"
+        )
+    for r, c in rows:
+        unit = "MiB" if c.kind in MEMORY_KINDS else "ms"
+        actual = f"{c.actual:.2f} {unit}" if c.actual is not None else "missing"
+        lines.append(
+            f"| {_cell(r.scenario)} | {_cell(c.name)} | {actual} | {c.expected:.2f} | {pct(change(c.actual, c.expected))} "
+            f"| {c.limit:.2f} | {pct(change(c.limit, c.expected))} | {_cell(stage_of(c, r))} |"
+        )
+    return [*lines, ""]
+
+
+def _details(r: ScenarioResult) -> list[str]:
+    actual, expected = e2e_of(r)
+    e2e = f", e2e {num(actual)} ms" + (f" ({pct(change(actual, expected))})" if expected else "") if actual else ""
+    lines = [
+        f"<details><summary>{ICONS.get(r.outcome, '•')} <b>{_html(r.scenario)}</b>: {r.outcome}{e2e}</summary>",
+        "",
+    ]
+    why = reason(r)
+    if why:
+        lines += [f"Reason: {_cell(why)}", ""]
+    if r.checks:
+        lines += ["| check | actual | expected | Δ | limit | verdict |", "|---|---:|---:|---:|---:|---|"]
+        lines += [
+            f"| {_cell(c.name)} | {num(c.actual)} | {c.expected:.2f} | {pct(change(c.actual, c.expected))} | "
+            f"{c.limit:.2f} | {c.verdict}{_cell(noise_text(r, c.name))} |"
+            for c in r.checks
+        ]
+        lines.append("")
+    if r.ab is not None:
+        lines += [f"A/B against `{_cell(r.ab.base)}`: {_cell(r.ab.headline)}", ""]
+    if r.consistency:
+        lines += [f"Output: {r.consistency.get('status')}" + _worst(r.consistency), ""]
+    if r.server:
+        lines += [f"Server log: `{r.server.get('log')}`", ""]
+    return [*lines, "</details>", ""]
+
+
+def _worst(consistency: Mapping[str, Any]) -> str:
+    worst = consistency.get("worst") or {}
+    return (" (" + ", ".join(f"{k} {v}" for k, v in worst.items()) + ")") if worst else ""
+
+
+def _provenance(data: Mapping[str, Any] | None) -> Provenance | None:
+    return Provenance.model_validate(dict(data)) if data else None
+
+
+def _cell(text: str) -> str:
+    return _html(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

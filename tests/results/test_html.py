@@ -1,0 +1,69 @@
+"""The HTML report, read without a browser: self-contained (inline SVG from matplotlib, images as data URIs,
+no URL leaving the page), every outcome, the A/B and noise intervals, the consistency images, the trend."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.results import history, html
+from pytest_diffperf.results.provenance import Provenance
+from tests.support.reports import Links, png_file, results
+
+pytest.importorskip("matplotlib")
+
+
+def section(page: str, scenario: str) -> str:
+    start = page.index(f"id='s-{scenario}'")
+    return page[start : page.index("</section>", start)]
+
+
+def test_report(tmp_path):
+    png = png_file(tmp_path / "slow_1gpu.png")
+    found = results(png)
+    runs = [
+        history.Run(tmp_path / f"{i}.json", {"provenance": {"timestamp": f"2026-05-0{i + 1}T12:00:00"},
+                                              "scenarios": [r.document() for r in found]})
+        for i in range(3)
+    ]  # fmt: skip
+    page = html.render(
+        found,
+        {"profile": "pr_test", "hardware": "h100"},
+        Provenance(timestamp="2026-05-04T12:00:00+00:00", commit="abc1234def", device="NVIDIA H100"),
+        history=history.series(runs),
+        baseline_steps={"slow": {0: 200.0, 3: 210.0}},
+    )
+    links = Links()
+    links.feed(page)
+    assert all(url.startswith(("#", "data:")) for url in links.urls), links.urls
+    assert "<script src" not in page and "<link" not in page and "@import" not in page
+
+    slow = section(page, "slow")
+    assert slow.count("<svg") == 3  # stages against limits, steps against the baseline's, the trend
+    assert "Matplotlib" in slow  # drawn by the plotting library, not by hand
+    (data,) = re.findall(r"src='data:image/png;base64,([^']+)'", slow)
+    assert base64.b64decode(data) == png.read_bytes()
+    assert "Output against ground truth: failed" in slow and "<details open>" in slow
+    assert "A/B</b>: regressed: e2e +12.0 % [+8.0, +16.0], 40 s" in section(page, "ab")
+    assert "<svg" in section(page, "ab") and "<svg" in section(page, "noisy")
+    for outcome in ("pass", "fail", "inconclusive", "error"):
+        assert f"<span class='badge {outcome}'>" in page
+    assert "<h2>Trend over 3 run(s)</h2>" in page and "no change point in any scenario's series" in page
+    assert "<td>commit</td><td>abc1234def</td>" in page
+    assert "<tr class='o-pass passed'>" in page and "<section class='scenario passed' id='s-fast'>" in page
+
+
+def test_a_missing_image_is_said(tmp_path):
+    found = results(tmp_path / "gone.png")
+    page = html.render(found, {"profile": "pr_test", "hardware": "h100"})
+    assert "no comparison image (the consistency check draws one with --diffperf-artifacts)" in section(page, "slow")
+
+
+def test_without_matplotlib_the_extra_is_named(monkeypatch):
+    monkeypatch.setattr(html.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(DiffperfError) as info:
+        html.require_matplotlib("--diffperf-html")
+    assert str(info.value) == "--diffperf-html: the HTML report needs matplotlib: pip install 'pytest-diffperf[report]'"
