@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._util.outputs import check_writable
 from .._util.text import format_table
 from ..cases import load_case_file
 from ..compare import history
@@ -126,8 +127,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_dry_run(runs, repeats, args.log_dir)
         return 0
-    if args.output.is_dir():
-        raise DiffperfError("is a folder; expected a file name", source=str(args.output))
+    check_writable(args.output, "--output")
     started = datetime.now(timezone.utc)
     try:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -34,9 +34,7 @@ def configure_reporting(config: pytest.Config, session: DiffperfSession) -> None
     """Check the run's report and history options (DiffperfError), then register the plugins that need it."""
     s = session.settings
     if s.diffperf_html is not None:
-        require_matplotlib("--diffperf-html")
-        if s.diffperf_html.is_dir():
-            raise DiffperfError("is a folder; expected a file name", source="--diffperf-html")
+        require_matplotlib("--diffperf-html")  # writable: suite.validation, with the other outputs
         if session.consistency is not None and session.consistency.artifacts_dir is None:
             # the report shows each comparison image, which the check draws only into an artifacts folder
             artifacts = session.workdir / "artifacts"

@@ -133,7 +133,7 @@ BAD_ARGUMENTS = [
     (["--startup-timeout", "-5"], "argument --startup-timeout: expected a positive number, got '-5'"),
     (["--startup-timeout", "nan"], "argument --startup-timeout: expected a positive number, got 'nan'"),
     (["--report", "nowhere.jsonl"], "nowhere.jsonl: file not found"),
-    (["--output", "."], ".: is a folder; expected a file name"),
+    (["--output", "."], "--output: . is a folder; expected a file path"),
     (["--log-dir", "cases.json"], "cases.json: cannot create: File exists"),
 ]
 

@@ -18,7 +18,7 @@ def args(suite):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--diffperf-html=."], "diffperf: --diffperf-html: is a folder; expected a file name"),
+        (["--diffperf-html=."], "diffperf: --diffperf-html: * is a folder; expected a file path"),
         (["--diffperf-history=cases.json"], "diffperf: --diffperf-history: is a file; expected a history folder"),
         (
             ["--diffperf-compare-to=last"],
