@@ -9,6 +9,7 @@ from pytest_diffperf.perf.limits import get_preset
 from pytest_diffperf.perf.measurement import Measurement
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.results.noisy import judge_noisy, pooled
+from pytest_diffperf.results.verdict import E2E_AND_LOAD
 from pytest_diffperf.verdicts.static import StaticPolicy
 
 STAGES = {"TextEncodingStage": 10.0, "DenoisingStage": 300.0, "DecodingStage": 100.0}
@@ -105,3 +106,23 @@ def test_re_measures_narrow_the_interval(attempts):
     width = {r.name: r.high / r.low for r in one.checks}
     assert all(r.high / r.low < width[r.name] for r in more.checks if r.name == "e2e")
     assert more.attempts == attempts
+
+
+def test_run_perf_check_false_judges_e2e_and_load_alone_and_host_memory_only_where_reported():
+    """SGLang's run_perf_check false: a slow stage alone is not judged; where the platform reports no
+    host memory, a grown peak is not judged either."""
+    slow_stage = [attempt(7, denoise_delay_ms=840.0), attempt(8, denoise_delay_ms=840.0)]
+    kinds = E2E_AND_LOAD
+    result = judge_noisy(
+        "s", BASELINE, slow_stage, WIDE, get_preset("sglang"), FRACTIONS, POLICY, 1.0, kinds=kinds
+    ).result
+    assert {c.kind for c in result.checks} <= set(kinds)
+    assert result.noise is not None
+    assert {c.name for c in result.noise.checks} <= {"e2e", "load"}
+    grown = [attempt(9, memory_mb=5000.0)]
+    assert judge(grown, WIDE).result.verdict == "fail"  # the peak is a deterministic check
+    unjudged = judge_noisy(
+        "s", BASELINE, grown, WIDE, get_preset("sglang"), FRACTIONS, POLICY, 1.0, host_anon=False
+    ).result
+    assert not [c for c in unjudged.checks if "host_anon" in c.name]
+    assert unjudged.verdict != "fail"
