@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 
 import psutil
 import pytest
 
+from tests.support.signals import python_with_default_signals
 from tests.support.suite import GENEROUS, tiny_case
 
 pytestmark = pytest.mark.server
@@ -86,7 +86,7 @@ def start_run(pytester, suite, tag: str, moment: str, *extra: str) -> subprocess
     case["frameworks"]["sglang"]["extra_env"] = {MARKER_VAR: tag}
     args = suite([case], {"orphan": GENEROUS})
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", *args, "--diffperf-startup-timeout=300", *extra],
+        python_with_default_signals("-m", "pytest", *args, "--diffperf-startup-timeout=300", *extra),
         cwd=pytester.path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

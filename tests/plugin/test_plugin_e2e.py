@@ -7,13 +7,13 @@ import re
 import signal
 import statistics
 import subprocess
-import sys
 import time
 
 import psutil
 import pytest
 
 from pytest_diffperf.suite.items import UnguardedWarning
+from tests.support.signals import python_with_default_signals
 from tests.support.suite import GENEROUS, refservers, results, tiny_case
 
 pytestmark = pytest.mark.server  # starts server processes
@@ -137,7 +137,8 @@ def test_injected_denoising_delay_fails_exactly_the_checks_it_should(pytester, s
 
 def test_ctrl_c_stops_every_server(pytester, suite):
     args = suite([tiny_case("slow", "--inject-hang-on-request 1", timeout_s=300)], {"slow": GENEROUS})
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path, stdout=subprocess.DEVNULL)
+    command = python_with_default_signals("-m", "pytest", *args)
+    proc = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     servers: list[psutil.Process] = []
     while not servers and time.monotonic() < deadline:

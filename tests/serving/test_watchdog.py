@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from pytest_diffperf.serving import watchdog
+from tests.support.signals import python_with_default_signals
 
 # A "server" that starts a worker (as SGLang's schedulers) and one orphan of its own (double fork), then serves.
 SERVER = textwrap.dedent(
@@ -82,7 +83,7 @@ def launcher_script(tmp_path, marker: str) -> list[str]:
         "subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)\n"
         "time.sleep(120)\n"
     )
-    return [sys.executable, str(parent), marker]
+    return python_with_default_signals(str(parent), marker)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
