@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -141,15 +142,24 @@ def test_ctrl_c_stops_every_server(pytester, suite):
     proc = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     servers: list[psutil.Process] = []
-    while not servers and time.monotonic() < deadline:
-        time.sleep(0.2)
-        servers = [p for p in psutil.Process(proc.pid).children(recursive=True) if "refserver" in " ".join(p.cmdline())]
-    assert servers, "no server started"
-    time.sleep(3)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 2  # pytest's exit code for an interrupted run
-    _, alive = psutil.wait_procs(servers, timeout=10)
-    assert not alive
+    try:
+        while not servers and time.monotonic() < deadline:
+            time.sleep(0.2)
+            servers = [
+                p for p in psutil.Process(proc.pid).children(recursive=True) if "refserver" in " ".join(p.cmdline())
+            ]
+        assert servers, "no server started"
+        time.sleep(3)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 2  # pytest's exit code for an interrupted run
+        _, alive = psutil.wait_procs(servers, timeout=10)
+        assert not alive
+    finally:  # a failure here must not leave servers behind for the next tests' checks
+        for p in servers:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        proc.kill()
+        proc.wait()
 
 
 @pytest.mark.parametrize(
