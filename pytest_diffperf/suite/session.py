@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,11 +86,7 @@ class DiffperfSession:
         sweep("diffperf-")  # earlier versions' and crashed runs' work folders in $TMPDIR, once old
         workdir = log_dir(config, settings)  # made by the first server start: none in a collect-only run
         progress = live_progress(config)  # shown live, also from xdist workers
-        try:
-            ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress)
-        except DiffperfError:
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise
+        ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress)  # creates no folder
         session = cls(
             settings=settings,
             baselines=baselines,
