@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import LAYOUT, SGLANG_DATA, SINGLE
+from tests.support.preload import preload
+
+preload()  # before any pytester test: it would drop and reload them each time
 
 
 @pytest.fixture

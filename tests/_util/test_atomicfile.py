@@ -122,7 +122,7 @@ def test_kill_9_during_writes_leaves_old_or_new_content(tmp_path: Path):
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         ) as proc:
             assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-            time.sleep(rng.uniform(0.0, 0.3))
+            time.sleep(rng.uniform(0.0, 0.1))
             proc.send_signal(signal.SIGKILL)
             proc.wait()
         content = path.read_text()

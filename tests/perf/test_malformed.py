@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +12,7 @@ from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.limits import get_preset
 from pytest_diffperf.perf.lint import lint_baselines
+from tests.support.cli import diffperf
 
 S = "scenarios.img_t2i"
 
@@ -328,10 +327,6 @@ def test_malformed_thresholds(write, mutate, key, fragment):
     assert fragment in str(exc.value)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest_diffperf.cli", *args], capture_output=True, text=True)
-
-
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
@@ -354,7 +349,7 @@ def test_cli_errors(write, h100_doc, layout, tmp_path, args, fragment):
     h100_doc["scenarios"]["img_t2i"]["expected_e2e_ms"] = -1
     neg = write("neg/perf_baselines.json", h100_doc)
     paths = {"bad": bad, "neg": neg, "layout": layout, "tmp": tmp_path}
-    result = run_cli(*(a.format(**paths) for a in args))
+    result = diffperf(*(a.format(**paths) for a in args))
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.startswith(f"diffperf {args[0]}: error: ")

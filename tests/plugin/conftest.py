@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 import pytest
 
-# Imported here so that in-process pytester runs find them loaded (numpy cannot load twice, and
-# matplotlib's classes must stay the ones later tests' charts use).
-import pytest_diffperf.suite.items
-import pytest_diffperf.suite.report
 from tests.support.suite import TOLERANCES
-
-with contextlib.suppress(ImportError):  # the report extra
-    import pytest_diffperf.results.charts  # noqa: F401
 
 
 @pytest.fixture

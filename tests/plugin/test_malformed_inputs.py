@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -23,11 +24,6 @@ from typing import Any, Literal
 import pytest
 from PIL import Image
 
-# Loaded before any in-process pytester run, which would otherwise import them again (they cannot load twice).
-import pytest_diffperf.consistency.check
-import pytest_diffperf.consistency.preflight
-import pytest_diffperf.suite.validation  # noqa: F401
-from pytest_diffperf.consistency.config import require_extra
 from tests.support.cli import diffperf
 from tests.support.paths import REPO, SGLANG_DATA
 from tests.support.suite import GENEROUS, TOLERANCES, tiny_case
@@ -53,7 +49,8 @@ def _png() -> bytes:
 
 
 PNG = _png()
-require_extra()  # torch, open_clip, scikit-image: imported now, once
+for _library in ("open_clip", "skimage.metrics"):  # torch with open_clip: loaded once, before any in-process run
+    importlib.import_module(_library)
 
 
 def base_files() -> dict[str, Any]:
@@ -256,8 +253,8 @@ CASES = [
     P("gt-manifest-bad-sha", *CONSISTENCY, expect=(M, "files.tiny_1gpu.png.sha256"), change=set_in(M, "files", "tiny_1gpu.png", "sha256", value="xyz")),
     P("gt-manifest-format-2", *CONSISTENCY, expect=(M, "format"), change=set_in(M, "format", value=2)),
     P("gt-file-symlink-out", *CONSISTENCY, expect=("tiny_1gpu.png", "outside the ground-truth folder"), links={"gt/tiny_1gpu.png": "../cases.json"}),
-    P("gt-file-not-image", *CONSISTENCY, expect=("tiny_1gpu.png", "not a readable image"), raw={"gt/tiny_1gpu.png": b"not a png at all"}, subprocess=True),
-    P("gt-folder-missing", "--diffperf-gt-dir=nope", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("--diffperf-gt-dir", "nope")),
+    P("gt-file-not-image", *CONSISTENCY, expect=("tiny_1gpu.png", "not a readable image"), raw={"gt/tiny_1gpu.png": b"not a png at all"}),
+    P("gt-folder-missing", "--diffperf-gt-dir=nope", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("--diffperf-gt-dir", "nope"), subprocess=True),
     P("gt-frames-every-0", *CONSISTENCY, "--diffperf-frames=every:0", expect=("every:0",)),
     P("gt-unknown-clip", "--diffperf-gt-dir=gt", "--diffperf-clip-model=NoSuchCLIP", expect=("NoSuchCLIP",)),
     # -- options ---------------------------------------------------------------------------------

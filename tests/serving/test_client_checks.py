@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import threading
@@ -27,6 +28,7 @@ def png(width: int, height: int, fmt: str = "PNG") -> bytes:
     return buf.getvalue()
 
 
+@functools.cache
 def mp4(frames: int, size: int = 16) -> bytes:
     return iio.imwrite("<bytes>", np.zeros((frames, size, size, 3), np.uint8), extension=".mp4", fps=8)
 
@@ -94,7 +96,7 @@ class Served:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()  # shutdown within 20 ms
 
     def close(self):
         self.server.shutdown()

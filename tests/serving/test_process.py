@@ -12,6 +12,8 @@ import pytest
 
 from pytest_diffperf.serving.process import ServerError, ServerProcess, free_port
 
+pytestmark = pytest.mark.server  # starts stand-in server processes
+
 
 def script_server(tmp_path, body: str) -> ServerProcess:
     script = tmp_path / "server.py"

@@ -16,6 +16,8 @@ import pytest
 from pytest_diffperf.serving import watchdog
 from tests.support.signals import python_with_default_signals
 
+pytestmark = pytest.mark.server  # starts stand-in server processes
+
 # A "server" that starts a worker (as SGLang's schedulers) and one orphan of its own (double fork), then serves.
 SERVER = textwrap.dedent(
     """
