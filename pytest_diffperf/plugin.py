@@ -44,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "diffperf: --diffperf-dry-run: plans a run's scenarios: pass --diffperf PROFILE too"
             )
         return
+    from .suite import junit
     from .suite.regen import start_regen
     from .suite.report import ResultsCollector
     from .suite.runs import configure_reporting
@@ -55,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if regen:
             start_regen(config, session)
         configure_reporting(config, session)
+        junit.register(config)
     except DiffperfError as exc:
         from .suite.options import detached_paths_note
 

@@ -29,6 +29,7 @@ from .._util.atomicfile import write_atomic
 from ..results.model import ScenarioResult
 from ..results.tables import change
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY, ResultsCollector
+from .stash import get_session
 
 ATTACHMENT = "[[ATTACHMENT|{path}]]"
 
@@ -61,8 +62,6 @@ class JUnitResults:
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .stash import get_session
-
         ds = get_session(self.config)
         collector = self._collector()
         if ds is None or collector is None:

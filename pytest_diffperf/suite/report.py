@@ -17,11 +17,17 @@ import pytest
 
 from .._util.ci import append_step_summary
 from .._util.text import format_table
+from ..consistency import write_summary
 from ..errors import DiffperfError
+from ..results import history
 from ..results.model import RESULTS_VERSION, ScenarioResult
 from ..results.provenance import Provenance, collect
 from ..results.stepsummary import markdown, totals
 from ..results.tables import ordered, summary_table
+from .logdir import describe
+from .options import detached_paths_note
+from .regen import get_regen
+from .runs import case_file_lines, comparison_lines, write_html
 from .stash import get_session
 
 if TYPE_CHECKING:
@@ -63,15 +69,10 @@ class ResultsCollector:
     # -- header ----------------------------------------------------------------------------------
     @pytest.hookimpl
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        from .logdir import describe
-
         self._config = config
         session = get_session(config)
         if session is None:
             return []
-        from .options import detached_paths_note
-        from .runs import case_file_lines
-
         note = detached_paths_note(config)
         return [
             f"diffperf: {self.provenance(session).line()}",
@@ -93,8 +94,6 @@ class ResultsCollector:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
             return
-        from .regen import get_regen
-
         session = get_session(terminalreporter.config)
         results = self.ordered(session)
         terminalreporter.section("diffperf summary")
@@ -103,8 +102,6 @@ class ResultsCollector:
                 terminalreporter.write_line(line)
         terminalreporter.write_line(totals(results))
         if session is not None and session.settings.diffperf_compare_to is not None:
-            from .runs import comparison_lines
-
             for line in comparison_lines(session, results, terminalreporter.config):
                 terminalreporter.write_line(line)
         for line in self.written:
@@ -122,8 +119,6 @@ class ResultsCollector:
             self.written.append(f"diffperf results: {self.json_path}")
         compared = [r.consistency for r in self.results.values() if r.consistency]
         if self.artifacts_dir and compared:
-            from ..consistency import write_summary
-
             write_summary(compared, self.artifacts_dir)
         results = self.ordered(ds)
         provenance = document.get("provenance")
@@ -134,9 +129,6 @@ class ResultsCollector:
     def _history_and_html(
         self, ds: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
     ) -> None:
-        from ..results import history
-        from .runs import write_html
-
         try:
             if ds.settings.diffperf_history is not None:
                 self.written.append(f"diffperf history: {history.save(ds.settings.diffperf_history, document)}")

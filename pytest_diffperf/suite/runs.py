@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
+from .._util.atomicfile import write_atomic
 from .._util.text import format_table
 from ..cases import lint_case_file
 from ..errors import DiffperfError
 from ..results import history, runcompare
-from ..results.html import require_matplotlib
+from ..results.html import render, require_matplotlib
 from ..results.merge import read_results, scenarios_with_rows
 from ..results.model import ScenarioResult
 from ..sglang.source import is_sglang_source
-from . import junit
 from .logdir import WorkerLogDir, distributed
 from .options import LAST
 from .session import DiffperfSession
@@ -45,7 +45,6 @@ def configure_reporting(config: pytest.Config, session: DiffperfSession) -> None
         config.stash[COMPARED_KEY] = earlier_run(s.diffperf_compare_to, s.diffperf_history)
     if distributed(config):
         config.pluginmanager.register(WorkerLogDir(session.workdir), "diffperf-worker-logs")
-    junit.register(config)
 
 
 def earlier_run(given: Path, history_dir: Path | None) -> tuple[str, dict[str, Any]]:
@@ -85,9 +84,6 @@ def comparison_lines(session: DiffperfSession, results: list[ScenarioResult], co
 def write_html(
     session: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
 ) -> Path:
-    from .._util.atomicfile import write_atomic
-    from ..results.html import render
-
     s = session.settings
     assert s.diffperf_html is not None
     runs = history.read(s.diffperf_history) if s.diffperf_history is not None and s.diffperf_history.is_dir() else []
