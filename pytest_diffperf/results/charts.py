@@ -20,7 +20,7 @@ matplotlib.use("Agg")  # no display: render to files
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from .model import CheckRecord, ScenarioResult
+from .model import ABRecord, CheckRecord, NoiseRecord, ScenarioResult
 
 PASS, FAIL, OTHER, EXPECTED = "#2e7d32", "#c62828", "#ef6c00", "#37474f"
 VERDICT_COLORS = {"pass": PASS, "fail": FAIL, "missing": FAIL, "unguarded": OTHER, "inconclusive": OTHER}
@@ -113,8 +113,11 @@ def _index(check: CheckRecord) -> int:
     return int(check.name.removeprefix("step[").removesuffix("]"))
 
 
+Row = tuple[str, float, float | None, float | None, str]  # name, estimate, low, high, verdict
+
+
 def interval_chart(
-    rows: Sequence[tuple[str, float, float | None, float | None, str]],
+    rows: Sequence[Row],
     references: Sequence[tuple[float, str]],
     title: str,
     colors: Mapping[str, str],
@@ -145,25 +148,22 @@ def interval_chart(
     return svg(fig)
 
 
-def ab_chart(ab: Mapping[str, Any]) -> str | None:
+def ab_chart(ab: ABRecord) -> str | None:
     """An A/B run's ratios (candidate / base) with their intervals, against 1 and the tolerance."""
-    metrics = [m for m in ab.get("metrics") or [] if m.get("ratio") is not None]
-    rows = [(str(m["name"]), float(m["ratio"]), m.get("low"), m.get("high"), str(m["verdict"])) for m in metrics]
-    tolerance = max((float(m.get("tolerance") or 0) for m in metrics), default=0.0)
+    rows: list[Row] = [(m.name, m.ratio, m.low, m.high, m.verdict) for m in ab.metrics if m.ratio is not None]
+    tolerance = max((m.tolerance for m in ab.metrics if m.ratio is not None), default=0.0)
     refs = [(1.0, "no change")] + ([(1 + tolerance, f"+{tolerance:.0%} tolerance")] if tolerance else [])
     return interval_chart(rows, refs, "A/B: candidate / base, with intervals", AB_COLORS)
 
 
-def noise_chart(noise: Mapping[str, Any]) -> str | None:
+def noise_chart(noise: NoiseRecord) -> str | None:
     """A static run's timing checks as intervals on actual / expected, against each check's limit."""
-    rows, limits = [], []
-    for c in noise.get("checks") or []:
-        expected = float(c["expected"])
-        if expected > 0:
-            rows.append(
-                (str(c["name"]), c["actual"] / expected, c["low"] / expected, c["high"] / expected, c["verdict"])
-            )
-            limits.append(c["limit"] / expected)
+    rows: list[Row] = []
+    limits = []
+    for c in noise.checks:
+        if c.expected > 0:
+            rows.append((c.name, c.actual / c.expected, c.low / c.expected, c.high / c.expected, c.verdict))
+            limits.append(c.limit / c.expected)
     refs = [(1.0, "no change")] + ([(min(limits), f"tightest limit x{min(limits):.2f}")] if limits else [])
     return interval_chart(rows, refs, "timing checks: actual / expected, with intervals", VERDICT_COLORS)
 

@@ -159,13 +159,12 @@ def _scenario(
             for c in r.checks
         ]
         parts.append("<details><summary>every check</summary>" + _table(rows, numeric=(1, 2, 3, 4, 5)) + "</details>")
-    extra = r.model_dump()
     svgs = [charts.stage_chart(r), charts.steps_chart(r, steps)]
-    if isinstance(extra.get("ab"), Mapping):
-        parts.append(f"<p><b>A/B</b>: {_e(str(extra['ab'].get('headline', '')))}</p>")
-        svgs.append(charts.ab_chart(extra["ab"]))
-    if isinstance(extra.get("noise"), Mapping):
-        svgs.append(charts.noise_chart(extra["noise"]))
+    if r.ab is not None:
+        parts.append(f"<p><b>A/B</b>: {_e(r.ab.headline)}</p>")
+        svgs.append(charts.ab_chart(r.ab))
+    if r.noise is not None:
+        svgs.append(charts.noise_chart(r.noise))
     if trend is not None:
         svgs.append(
             charts.trend_chart(trend.labels, trend.values, [(c.index, c.before, c.after) for c in trend.changes])
