@@ -1,4 +1,4 @@
-"""`diffperf compare` end to end: real reference-server processes, the console command in a subprocess.
+"""`diffperf compare` end to end: real reference-server processes, the command run in this process.
 
 Two runs share one folder and one history file: a healthy one (two cases on one server), then one
 where a server crashes, a request is invalid and a server fails to start, next to a healthy case.

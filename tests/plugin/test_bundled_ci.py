@@ -19,10 +19,11 @@ import pytest
 
 from pytest_diffperf.cli import main
 from pytest_diffperf.sharding.devices import WORKER_PORTS
+from tests.support.cli import diffperf
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.server  # starts server processes
 
-REPO = Path(__file__).resolve().parents[2]
 WIDE = dict.fromkeys(
     (
         "SGLANG_E2E_TOLERANCE",
@@ -106,9 +107,10 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     assert "diffperf: shard 1/2: 2 scenario(s), 2 server start(s)" in outputs[0]
     assert "diffperf: shard 2/2: 5 scenario(s), 3 server start(s)" in outputs[1]
     files = [str(tmp_path / f"results-{k}.json") for k in (1, 2)]
-    plan = [sys.executable, "-m", "pytest_diffperf.cli", "plan", "data/perf_baselines/cpu.json", "--shards", "2"]
-    plan += ["--cases", "data/cases.json", "--hardware", "cpu", "--server", "reference"]
-    matrix = json.loads(subprocess.run(plan, cwd=REPO, check=True, capture_output=True, text=True).stdout)
+    plan = ["plan", "data/perf_baselines/cpu.json", "--shards", "2", "--cases", "data/cases.json", "--hardware", "cpu"]
+    planned = diffperf(*plan, "--server", "reference", cwd=REPO)
+    assert planned.returncode == 0, planned.stderr
+    matrix = json.loads(planned.stdout)
     for entry, path in zip(matrix["include"], files, strict=True):  # the jobs ran what the plan says
         assert [s["scenario"] for s in json.loads(Path(path).read_text())["scenarios"]] == entry["scenarios"]
     merged_path = tmp_path / "merged.json"

@@ -1,17 +1,14 @@
-"""Helpers for `diffperf compare` tests: case files, the command in a subprocess or in-process, leak checks."""
+"""Helpers for `diffperf compare` tests: case files, the command in-process, leak checks."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 
 from pytest_diffperf import cli
-from tests.support.paths import REPO
+from tests.support.cli import Result, diffperf
 
 
 def write_cases(path: Path, cases: list[dict], **top) -> Path:
@@ -19,22 +16,13 @@ def write_cases(path: Path, cases: list[dict], **top) -> Path:
     return path
 
 
-def compare(*args: str, cwd: Path, pythonpath: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """``diffperf compare ARGS`` in a subprocess that imports this worktree's code."""
-    path = os.pathsep.join([*pythonpath, str(REPO), os.environ.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_diffperf.cli", "compare", *args],
-        cwd=cwd,
-        check=False,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"},
-        timeout=600,
-    )
+def compare(*args: str, cwd: Path) -> Result:
+    """``diffperf compare ARGS`` in this process, run from ``cwd``: its exit code and output."""
+    return diffperf("compare", *args, cwd=cwd)
 
 
 def compare_here(*args: str) -> int:
-    """``diffperf compare ARGS`` in this process (for launchers registered by the test)."""
+    """``diffperf compare ARGS`` in this process, its output left to ``capsys``: its exit code."""
     return cli.main(["compare", *args])
 
 
