@@ -50,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .suite.runs import configure_reporting
     from .suite.scheduling import configure_xdist
     from .suite.session import DiffperfSession
+    from .suite.termination import register as handle_sigterm
 
     try:
         session = DiffperfSession.from_config(config)
@@ -64,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"diffperf: {exc}" + (f"\ndiffperf: note: {note}" if note else "")) from None
     config.stash[SESSION_KEY] = session
     configure_xdist(config, session)
+    handle_sigterm(config)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(session.baselines.primary)]  # no paths given: run the scenarios, not the test files
     artifacts = session.consistency.artifacts_dir if session.consistency else None

@@ -8,6 +8,7 @@ import re
 import signal
 import statistics
 import subprocess
+import threading
 import time
 
 import psutil
@@ -160,6 +161,48 @@ def test_ctrl_c_stops_every_server(pytester, suite):
                 p.kill()
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "1")], ids=["plain", "xdist"])
+def test_sigterm_ends_the_run_as_ctrl_c_does_and_the_finished_scenarios_are_written(pytester, suite, xdist):
+    """As a CI system cancels a job: the run stops at the running test, its server is stopped, and the
+    summary, results file and JUnit XML hold the scenario that finished (under xdist: SIGTERM to the controller)."""
+    cases = [tiny_case("quick"), tiny_case("slow", "--inject-hang-on-request 1", timeout_s=300)]
+    args = suite(cases, {"quick": GENEROUS, "slow": GENEROUS})
+    command = python_with_default_signals("-m", "pytest", *args, "-v", "--junitxml=junit.xml", *xdist)
+    proc = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 240
+    servers: list[psutil.Process] = []
+    try:
+        while not servers and time.monotonic() < deadline:
+            time.sleep(0.2)
+            done = any("::quick" in line and "PASSED" in line for line in list(lines))
+            children = psutil.Process(proc.pid).children(recursive=True)
+            servers = [p for p in children if done and "--inject-hang-on-request" in " ".join(p.cmdline())]
+        assert servers, "the slow scenario's server did not start after the quick one passed"
+        time.sleep(3)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 2  # interrupted, as by Ctrl-C
+        _, alive = psutil.wait_procs(servers, timeout=10)
+        assert not alive
+    finally:
+        for p in servers:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        proc.kill()
+        proc.wait()
+        reader.join(timeout=10)
+        proc.stdout.close()
+    out = "".join(lines)
+    assert "KeyboardInterrupt: SIGTERM" in out and "diffperf summary" in out, out
+    assert [r["scenario"] for r in results(pytester)["scenarios"]] == ["quick"]
+    junit = (pytester.path / "junit.xml").read_text()
+    assert 'name="quick"' in junit and 'name="slow"' not in junit
+    assert not refservers()
 
 
 @pytest.mark.parametrize(
