@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
+from pytest_diffperf._util.text import truthy
 from tests.support.paths import LAYOUT, SGLANG_DATA, SINGLE
 from tests.support.preload import preload
 
 preload()  # before any pytester test: it would drop and reload them each time
+
+# Property tests draw hypothesis's default 100 examples here, 400 in CI (CI=true) unless a test sets its own.
+settings.register_profile("ci", max_examples=400)
+settings.load_profile("ci" if truthy(os.environ.get("CI", "")) else "default")
 
 
 @pytest.fixture

@@ -63,7 +63,7 @@ values = st.recursive(
 docs = st.dictionaries(keys, st.dictionaries(keys, values, max_size=4), max_size=4)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py)
 @given(docs, keys, keys, values, st.sampled_from([None, 1, 2, 4, "\t"]))
 def test_result_is_the_updated_document(doc, outer, inner, value, indent):
     text = json.dumps(doc, indent=indent)

@@ -175,7 +175,7 @@ def numeric_leaves(entry: dict) -> dict[tuple[str, ...], float]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py)
 @given(pairs())
 def test_tighten_never_raises_a_value(pair):
     existing, measurement = pair
