@@ -2,8 +2,8 @@
 
     python benchmarks/bench_collection.py [--repeats 9] [--tree NAME=DIR ...]
 
-Each run is a fresh ``python -m pytest --co`` process (``--diffperf=pr_test``, the vendored
-``perf_baselines/`` folder, ``--diffperf-hardware=h100``, ``--diffperf-server=sglang``), against a
+Each run is a fresh ``python -m pytest --co`` process (``--diffperf=pr_test``, a copy of the vendored
+``perf_baselines/`` folder in a temporary folder, as in a user's checkout, ``--diffperf-hardware=h100``, ``--diffperf-server=sglang``), against a
 bare ``pytest --co`` of an empty folder with the plugin not loaded (``-p no:diffperf``): the
 difference of the medians is the plugin's time (imports, loading and linting the baselines,
 building the items). Trees are timed interleaved, round by round, so machine load hits them alike;
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,7 +54,8 @@ def main() -> None:
     trees = dict(t.split("=", 1) for t in args.tree) or {"this checkout": str(REPO)}
     folder = Path(tempfile.mkdtemp(prefix="bench-collection-"))
     (folder / "pytest.ini").write_text("[pytest]\n")
-    plugin = ["--co", "-q", "-p", "no:cacheprovider", "--diffperf=pr_test", f"--diffperf-baselines={H100}"]
+    baselines = shutil.copytree(H100, folder / "perf_baselines")  # out of the repo: its tests' conftest stays out
+    plugin = ["--co", "-q", "-p", "no:cacheprovider", "--diffperf=pr_test", f"--diffperf-baselines={baselines}"]
     plugin += ["--diffperf-hardware=h100", "--diffperf-server=sglang"]
     bare = ["--co", "-q", "-p", "no:cacheprovider", "-p", "no:diffperf"]
     times: dict[str, list[float]] = {name: [] for name in trees}

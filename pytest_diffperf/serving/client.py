@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import av
 import numpy as np
 import requests
 from PIL import Image
@@ -54,6 +53,8 @@ class Output:
         """Decoded uint8 RGB frames (one for an image)."""
         if self.kind == "image":
             return [np.asarray(Image.open(io.BytesIO(self.data)).convert("RGB"))]
+        import av  # FFmpeg's libraries: loaded for the first video, not with the plugin
+
         with av.open(io.BytesIO(self.data)) as container:  # in-process: no ffmpeg pipes, no forced gc.collect()
             return [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
 

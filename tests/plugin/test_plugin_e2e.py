@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import signal
@@ -16,7 +15,7 @@ import pytest
 
 from pytest_diffperf.suite.items import UnguardedWarning
 from tests.support.signals import python_with_default_signals
-from tests.support.suite import GENEROUS, refservers, results, tiny_case
+from tests.support.suite import GENEROUS, kill_trees, refservers, results, tiny_case
 
 pytestmark = pytest.mark.server  # starts server processes
 
@@ -156,10 +155,7 @@ def test_ctrl_c_stops_every_server(pytester, suite):
         _, alive = psutil.wait_procs(servers, timeout=10)
         assert not alive
     finally:  # a failure here must not leave servers behind for the next tests' checks
-        for p in servers:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        proc.kill()
+        kill_trees([proc.pid, *(p.pid for p in servers)])
         proc.wait()
 
 
@@ -189,11 +185,8 @@ def test_sigterm_ends_the_run_as_ctrl_c_does_and_the_finished_scenarios_are_writ
         assert proc.wait(timeout=60) == 2  # interrupted, as by Ctrl-C
         _, alive = psutil.wait_procs(servers, timeout=10)
         assert not alive
-    finally:
-        for p in servers:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        proc.kill()
+    finally:  # as above
+        kill_trees([proc.pid, *(p.pid for p in servers)])
         proc.wait()
         reader.join(timeout=10)
         proc.stdout.close()

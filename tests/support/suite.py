@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterable
 
 import psutil
 
@@ -50,6 +52,19 @@ def refservers() -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             pass
     return found
+
+
+def kill_trees(pids: Iterable[int]) -> None:
+    """SIGKILL each process and everything below it, found before any is killed (a test's cleanup,
+    whatever happened: a watchdog killed first would leave its server behind)."""
+    found = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            found += [*proc.children(recursive=True), proc]
+    for proc in found:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
 
 
 def results(pytester) -> dict:
