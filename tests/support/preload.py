@@ -29,11 +29,8 @@ def _module_names(path: Path, prefix: str) -> list[str]:
     return names
 
 
-def preload() -> list[str]:
-    """Import every plugin module whose libraries are installed (an absent extra is skipped); their names."""
-    loaded = []
+def preload() -> None:
+    """Import every plugin module whose libraries are installed (an absent extra is skipped)."""
     for name in _module_names(Path(pytest_diffperf.__file__).parent, "pytest_diffperf."):
         with contextlib.suppress(ImportError):  # a module of an extra that is not installed
             importlib.import_module(name)
-            loaded.append(name)
-    return loaded
