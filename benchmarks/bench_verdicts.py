@@ -83,7 +83,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import NormalDist
@@ -118,7 +118,7 @@ from pytest_diffperf.verdicts.ab import judge as judge_ab
 from pytest_diffperf.verdicts.attribution import named, shares
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.interval import estimate
-from pytest_diffperf.verdicts.metrics import VerdictPolicy
+from pytest_diffperf.verdicts.metrics import VerdictPolicy, one_at_a_time
 from pytest_diffperf.verdicts.noise import Noise, estimate_noise
 from pytest_diffperf.verdicts.static import (
     FAIL,
@@ -320,6 +320,17 @@ def draw_ab(
     return base, cand, start[:, :, None] + np.arange(m)
 
 
+def draw_sequential(
+    pool: Pool, trials: int, k: int, m: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Like :func:`draw_ab` for servers run one after the other: two distinct processes of a single-process set
+    per process pair (recorded minutes apart), request ``j`` of one against request ``j`` of the other."""
+    base = rng.integers(pool.processes, size=(trials, k))
+    cand = (base + rng.integers(1, pool.processes, size=(trials, k))) % pool.processes
+    start = rng.integers(0, pool.requests - m + 1, size=(trials, k))
+    return base, cand, start[:, :, None] + np.arange(m)
+
+
 def simulate_ab(
     pool: Pool,
     effect: Effect,
@@ -328,13 +339,15 @@ def simulate_ab(
     trials: int,
     seed: int,
     noise_scale: float = 1.0,
+    draw: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] = draw_ab,
 ) -> ABOutcome:
-    """``noise_scale`` (no effect only) multiplies the recorded log ratios: a machine that much noisier."""
+    """``noise_scale`` (no effect only) multiplies the recorded log ratios: a machine that much noisier;
+    ``draw`` pairs the recorded processes (:func:`draw_ab`: side by side, :func:`draw_sequential`: one at a time)."""
     if noise_scale != 1.0 and effect.stage is not None:
         raise ValueError("noise_scale is for the no-change stress test")
     rng = np.random.default_rng(seed)
     k_max, m = design.process_pair_budget, design.request_pairs
-    base_p, cand_p, req = draw_ab(pool, trials, k_max, m, rng)
+    base_p, cand_p, req = draw(pool, trials, k_max, m, rng)
     cand_metrics, _ = apply_effect(pool.metrics, pool.steps, effect)
     bi, ci = base_p[:, :, None], cand_p[:, :, None]
     base_v = {name: v[bi, req] for name, v in pool.metrics.items()}
@@ -837,7 +850,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="4x10,5x8,8x5,10x4,20x2,30x1",
         help="m x max process pairs to compare (at most 80 requests each)",
     )
-    ap.add_argument("--sections", default="noise,ab,stress,designs,static,coverage")
+    ap.add_argument("--sections", default="noise,ab,stress,sequential,designs,static,coverage")
     ap.add_argument("--json", type=Path, help="write every figure here")
     ap.add_argument(
         "--live", action="store_true", help="run reference servers with --inject-delay instead of resampling"
@@ -915,6 +928,38 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{100 * (r['regressed'] - r['noisy_regressed']):.2f} | {100 * r['unchanged']:.1f} | {100 * r['inconclusive']:.1f} | {r['requests']:.1f} |"
             )
         out["stress"] = rows
+
+    if "sequential" in sections:
+        rows = []
+        designs = [("m=1, k=2", ABDesign(request_pairs=1, max_process_pairs=2, max_requests=4)), ("default", design)]
+        priors = [("side-by-side", policy), ("one-at-a-time", one_at_a_time(policy))]
+        for kind in ("flux", "sd"):
+            pool = single_pool(a.data, kind)
+            e2e_ms = float(np.median(pool.metrics["e2e"]))
+            for (dlabel, d), (plabel, p) in ((x, y) for x in designs for y in priors):
+                for i, effect in enumerate(
+                    e for e in EFFECTS if e.label in ("none", "e2e +20 % via denoise", "e2e x2 via denoise")
+                ):
+                    o = simulate_ab(pool, effect, d, p, a.trials, a.seed + 300 + i, draw=draw_sequential)
+                    rows.append(
+                        {
+                            "design": dlabel,
+                            "priors": plabel,
+                            **ab_row(kind, effect, o, d.request_pairs, e2e_ms, a.start_s),
+                        }
+                    )
+        print(
+            f"\n### One server at a time (`--diffperf-ab-servers one-at-a-time`): the single-process sets' processes paired, {a.trials} trials per row\n"
+        )
+        print(
+            "| set | design | priors | effect | regressed % [95 % CI] | improved % [95 % CI] | unchanged % | inconclusive % | requests |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r['kind']} | {r['design']} | {r['priors']} | {r['effect']} | {rate(r['regressed'], r['trials'])} | {rate(r['improved'], r['trials'])} | {100 * r['unchanged']:.1f} | {100 * r['inconclusive']:.1f} | {r['requests']:.1f} |"
+            )
+        out["sequential"] = rows
 
     if "designs" in sections:
         rows = []

@@ -23,7 +23,7 @@ from ..serving.pool import ServerPool
 from ..serving.sidespec import parse_side_spec
 from ..sharding.devices import DeviceShare
 from ..verdicts.design import ABDesign
-from ..verdicts.metrics import VerdictPolicy
+from ..verdicts.metrics import VerdictPolicy, one_at_a_time
 from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_priors
 from ..verdicts.static import StaticPolicy
 from .options import Settings
@@ -57,13 +57,16 @@ def noise_priors(settings: Settings) -> NoisePriors | None:
     return read_priors(settings.diffperf_noise) if settings.diffperf_noise is not None else None
 
 
-def ab_policy(tolerances: Tolerances, override: str | None, priors: NoisePriors | None = None) -> VerdictPolicy:
+def ab_policy(
+    tolerances: Tolerances, override: str | None, priors: NoisePriors | None = None, mode: ServerMode = "together"
+) -> VerdictPolicy:
     """The profile's tolerances as A/B tolerances (``--diffperf-ab-tolerance`` replaces e2e's, the denoising
-    stage's and the step aggregates'); the calibrated priors where given, else the defaults."""
+    stage's and the step aggregates'); the calibrated priors where given, else the defaults of the server mode."""
     e2e, denoise, agg = tolerances.e2e, tolerances.denoise_stage, tolerances.denoise_agg
     if override is not None:
         e2e = denoise = agg = _fraction(override, "--diffperf-ab-tolerance")
-    d = VerdictPolicy() if priors is None else calibrated(VerdictPolicy(), priors.ab)
+    d = VerdictPolicy() if mode == "together" else one_at_a_time(VerdictPolicy())
+    d = d if priors is None else calibrated(d, priors.ab)
     return replace(
         d,
         e2e=replace(d.e2e, tolerance=e2e),
@@ -106,8 +109,8 @@ def ab_run(
         max_requests=_count(settings.diffperf_ab_max_requests, "--diffperf-ab-max-requests"),
         min_process_pairs=_count(settings.diffperf_ab_min_process_pairs, "--diffperf-ab-min-process-pairs"),
     )
-    policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors)
     mode = _choice(settings.diffperf_ab_servers, SERVER_MODES, "--diffperf-ab-servers")
+    policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors, mode)
     pools = {
         side: ServerPool(
             workdir / side,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ..errors import DiffperfError
@@ -84,6 +84,11 @@ E2E_NOISE = Noise(between=0.04, within=0.09)
 DENOISE_NOISE = Noise(between=0.03, within=0.10)
 STAGE_NOISE = Noise(between=0.12, within=0.3)
 LOAD_NOISE = Noise(between=0.2, within=0.0)
+# One server at a time (no interleaving): the noise study's single-process sets (17 Flux, 9 SD processes run one
+# after another), request j of one process against request j of another: a process pair's offset has sd 0.19-0.21
+# (e2e), 0.20-0.22 (denoise) at m = 1 and 0.17-0.20 at m = 4 (slow phases do not average out), decode 0.15-0.19.
+SEQUENTIAL_NOISE = Noise(between=0.2, within=0.1)
+SEQUENTIAL_STAGE_NOISE = Noise(between=0.2, within=0.3)
 
 
 @dataclass(frozen=True)
@@ -123,3 +128,15 @@ class VerdictPolicy:
         if stage is None:
             raise ValueError(f"unknown metric {metric!r}")
         return self.denoising_stage if stage in denoising else self.stage
+
+
+def one_at_a_time(policy: VerdictPolicy) -> VerdictPolicy:
+    """``policy`` with the priors of servers run one after the other: no request pair shares a moment, so the
+    machine's slow phases land on one side (about twice the side-by-side noise here)."""
+    return replace(
+        policy,
+        e2e=replace(policy.e2e, noise=SEQUENTIAL_NOISE),
+        denoising_stage=replace(policy.denoising_stage, noise=SEQUENTIAL_NOISE),
+        denoise_agg=replace(policy.denoise_agg, noise=SEQUENTIAL_NOISE),
+        stage=replace(policy.stage, noise=SEQUENTIAL_STAGE_NOISE),
+    )

@@ -9,6 +9,9 @@ import pytest
 
 from pytest_diffperf.perf.schema import Tolerances
 from pytest_diffperf.suite.ab import ab_policy
+from pytest_diffperf.verdicts.metrics import E2E_NOISE, SEQUENTIAL_NOISE
+from pytest_diffperf.verdicts.noise import Noise
+from pytest_diffperf.verdicts.priors import NoisePriors
 from tests.support.suite import GENEROUS, tiny_case
 
 MISTAKES = [
@@ -96,3 +99,11 @@ def test_a_b_tolerances_are_the_profiles_unless_given():
     given = ab_policy(profile, "10%")
     assert (given.e2e.tolerance, given.denoising_stage.tolerance, given.denoise_agg.tolerance) == (0.1, 0.1, 0.1)
     assert given.stage.tolerance == 0.8
+    assert policy.e2e.noise == E2E_NOISE
+    sequential = ab_policy(profile, None, None, "one-at-a-time")
+    assert sequential.e2e.noise == SEQUENTIAL_NOISE and sequential.e2e.tolerance == 0.25
+    calibrated = ab_policy(
+        profile, None, NoisePriors.model_validate({"ab": {"e2e": {"between": 0.01, "within": 0.02}}}), "one-at-a-time"
+    )
+    assert calibrated.e2e.noise == Noise(0.01, 0.02)  # the calibration file's priors win over the mode's
+    assert calibrated.denoising_stage.noise == SEQUENTIAL_NOISE
