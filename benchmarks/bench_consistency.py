@@ -28,7 +28,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from pytest_diffperf.consistency import check_output, clip, config_from_env
+from pytest_diffperf.consistency import clip
+from pytest_diffperf.consistency.check import check_output
+from pytest_diffperf.consistency.config import config_from_env
 from pytest_diffperf.consistency.metrics import cosine, pixel_metrics
 from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS
 from pytest_diffperf.errors import DiffperfError

@@ -12,12 +12,13 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .._util.atomicfile import write_atomic
 from ..errors import DiffperfError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_MODEL = "ViT-L-14"  # the architecture SGLang's thresholds were set with ...
 DEFAULT_PRETRAINED = "openai"  # ... and its weights
@@ -183,6 +184,7 @@ def _register_tiny(open_clip: Any) -> None:
     """Make TINY_MODEL known to open_clip (it reads architectures from JSON files only)."""
     if open_clip.get_model_config(TINY_MODEL) is not None:
         return
-    path = Path(tempfile.mkdtemp(prefix="diffperf-open-clip-")) / f"{TINY_MODEL}.json"  # private, fresh
-    write_atomic(path, json.dumps(_TINY_CONFIG).encode())
-    open_clip.add_model_config(path)
+    with tempfile.TemporaryDirectory(prefix="diffperf-open-clip-") as folder:  # private, fresh, then gone
+        path = Path(folder) / f"{TINY_MODEL}.json"
+        write_atomic(path, json.dumps(_TINY_CONFIG).encode())
+        open_clip.add_model_config(path)  # reads the file now; later rescans skip a missing path

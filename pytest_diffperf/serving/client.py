@@ -16,16 +16,17 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-import numpy as np
 import requests
-from PIL import Image
 
 from .. import protocol
 from ..cases import Case
 from .process import ServerFailure
+
+if TYPE_CHECKING:
+    import numpy as np
 
 VIDEO_POLL_S = 1.0  # as SGLang's harness polls a video job
 TERMINAL_FAILURES = ("failed", "cancelled", "deleted")
@@ -50,10 +51,13 @@ class Output:
     extension: str
 
     def frames(self) -> list[np.ndarray]:
-        """Decoded uint8 RGB frames (one for an image)."""
+        """Decoded uint8 RGB frames (one for an image); numpy, PIL and PyAV load with the first, not the plugin."""
         if self.kind == "image":
+            import numpy as np
+            from PIL import Image
+
             return [np.asarray(Image.open(io.BytesIO(self.data)).convert("RGB"))]
-        import av  # FFmpeg's libraries: loaded for the first video, not with the plugin
+        import av
 
         with av.open(io.BytesIO(self.data)) as container:  # in-process: no ffmpeg pipes, no forced gc.collect()
             return [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..cases import Case
-from ..consistency import ConsistencyConfig, ConsistencyFailure, check_output, config_from_env, validate_config
+from ..consistency.config import ConsistencyConfig, config_from_env, validate_config
+from ..consistency.result import ConsistencyFailure
 from ..consistency.thresholds import BUILTIN_DEFAULTS, ThresholdSet, load_thresholds
 from ..platforms import canonical_platform
 from ..serving.client import Output
@@ -44,6 +45,8 @@ def check_case_output(
     case: Case, output: Output, cfg: ConsistencyConfig, limits: ThresholdSet
 ) -> tuple[dict[str, Any], ConsistencyFailure | None]:
     """The check's result as a dict, and the failure to report (None when it passed, was skipped or regenerated)."""
+    from ..consistency.check import check_output  # numpy and PIL (torch later): loaded by the first check
+
     try:
         result = check_output(
             case.id,

@@ -17,7 +17,6 @@ import pytest
 
 from .._util.ci import append_step_summary
 from .._util.text import format_table
-from ..consistency import write_summary
 from ..errors import DiffperfError
 from ..results import history
 from ..results.model import RESULTS_VERSION, ScenarioResult
@@ -119,6 +118,8 @@ class ResultsCollector:
             self.written.append(f"diffperf results: {self.json_path}")
         compared = [r.consistency for r in self.results.values() if r.consistency]
         if self.artifacts_dir and compared:
+            from ..consistency.artifacts import write_summary  # numpy and PIL: loaded only by runs that compared
+
             write_summary(compared, self.artifacts_dir)
         results = self.ordered(ds)
         provenance = document.get("provenance")

@@ -8,8 +8,6 @@ from collections.abc import Iterable
 from .._util.outputs import check_writable
 from ..cases import Case
 from ..consistency.config import ConsistencyConfig
-from ..consistency.groundtruth import image_ext
-from ..consistency.preflight import check_ground_truth
 from .options import Settings
 
 OUTPUT_OPTIONS = ("diffperf_json", "diffperf_html")  # the run's output files (those this version has)
@@ -22,5 +20,8 @@ def check_up_front(settings: Settings, cases: Iterable[Case], consistency: Consi
         if path is not None:
             check_writable(path, "--" + dest.replace("_", "-"))
     if consistency is not None:
+        from ..consistency.groundtruth import image_ext  # numpy and PIL: loaded by runs that compare
+        from ..consistency.preflight import check_ground_truth
+
         compared = [c for c in cases if c.run_consistency_check]
         check_ground_truth(consistency, [(c.id, c.num_gpus, c.is_video, image_ext(c.output_format)) for c in compared])

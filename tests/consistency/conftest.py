@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_diffperf.consistency import TINY_MODEL, ConsistencyConfig
+from pytest_diffperf.consistency.clip import TINY_MODEL
+from pytest_diffperf.consistency.config import ConsistencyConfig
 
 
 @pytest.fixture

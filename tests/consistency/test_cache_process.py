@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from pytest_diffperf.consistency import check_output
+from pytest_diffperf.consistency.check import check_output
 
 from .synth import VIDEO_T, video
 
@@ -22,7 +22,10 @@ CHILD = textwrap.dedent(
     import json, sys
     import numpy as np
     from pathlib import Path
-    from pytest_diffperf.consistency import TINY_MODEL, check_output, clip, config_from_env
+    from pytest_diffperf.consistency import clip
+    from pytest_diffperf.consistency.clip import TINY_MODEL
+    from pytest_diffperf.consistency.check import check_output
+    from pytest_diffperf.consistency.config import config_from_env
     from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS
 
     frames = list(np.load(sys.argv[2]))

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pytest_diffperf.consistency import ConsistencyFailure, check_output, clip, groundtruth, write_summary
+from pytest_diffperf.consistency import clip, groundtruth
+from pytest_diffperf.consistency.artifacts import write_summary
+from pytest_diffperf.consistency.check import check_output
 from pytest_diffperf.consistency.metrics import pixel_metrics
+from pytest_diffperf.consistency.result import ConsistencyFailure
 from pytest_diffperf.consistency.thresholds import Thresholds
 
 from .synth import IMAGE_T, VIDEO_T, noisy, scene, video

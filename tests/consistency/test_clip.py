@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from pytest_diffperf.consistency import TINY_MODEL, clip
+from pytest_diffperf.consistency import clip
+from pytest_diffperf.consistency.clip import TINY_MODEL
 from pytest_diffperf.consistency.metrics import cosine
 from pytest_diffperf.errors import DiffperfError
 
@@ -118,3 +119,17 @@ def test_cached_tag_is_found_offline(empty_caches):
     assert weights.quick_gelu  # OpenAI's weights need QuickGELU, as in SGLang's transformers CLIP
     assert dict(weights.preprocess)["interpolation"] == "bicubic"
     assert weights.ident == "tag:openai"
+
+
+def test_the_tiny_architecture_is_registered_without_leaving_a_file(tmp_path, monkeypatch):
+    import open_clip
+    import open_clip.factory
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.delitem(open_clip.factory._MODEL_CONFIGS, TINY_MODEL, raising=False)
+    monkeypatch.setattr(open_clip.factory, "_MODEL_CONFIG_PATHS", list(open_clip.factory._MODEL_CONFIG_PATHS))
+    clip._register_tiny(open_clip)
+    assert open_clip.get_model_config(TINY_MODEL)["embed_dim"] == 32
+    assert list(tmp_path.iterdir()) == []  # the config file's private folder is gone
+    open_clip.add_model_config(tmp_path / "missing")  # a later rescan keeps it
+    assert open_clip.get_model_config(TINY_MODEL) is not None

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_diffperf.consistency import TINY_MODEL, check_output, config_from_env, validate_config
+from pytest_diffperf.consistency.check import check_output
+from pytest_diffperf.consistency.clip import TINY_MODEL
+from pytest_diffperf.consistency.config import config_from_env, validate_config
 from pytest_diffperf.errors import DiffperfError
 
 from .synth import VIDEO_T, video

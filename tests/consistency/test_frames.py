@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_diffperf.consistency import ConsistencyConfig, parse_frames_spec, select_frames
+from pytest_diffperf.consistency.config import ConsistencyConfig
+from pytest_diffperf.consistency.frames import parse_frames_spec, select_frames
 from pytest_diffperf.errors import DiffperfError
 
 

@@ -23,7 +23,8 @@ from pytest_diffperf.results.model import ABMetricRecord, ABRecord, ScenarioResu
 from pytest_diffperf.serving.ab import PairRun
 from pytest_diffperf.serving.client import Output
 from pytest_diffperf.serving.measure import Sample
-from pytest_diffperf.verdicts import ABDesign, analyse
+from pytest_diffperf.verdicts.ab import analyse
+from pytest_diffperf.verdicts.design import ABDesign
 
 TOL = Tolerances(e2e=0.1, denoise_stage=0.1, non_denoise_stage=0.5, denoise_step=0.5, denoise_agg=0.1, host_anon=0.1)
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_diffperf.verdicts import ABDesign, ProcessPairSamples, VerdictPolicy, analyse, run
-from pytest_diffperf.verdicts.ab import judge
-from pytest_diffperf.verdicts.metrics import request_metrics
+from pytest_diffperf.verdicts.ab import ProcessPairSamples, analyse, judge, run
+from pytest_diffperf.verdicts.design import ABDesign
+from pytest_diffperf.verdicts.metrics import VerdictPolicy, request_metrics
 from pytest_diffperf.verdicts.vocab import VERDICTS
 
 from .synth import FakePipeline
