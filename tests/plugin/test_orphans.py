@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from tests.support.signals import python_with_default_signals
-from tests.support.suite import GENEROUS, tiny_case
+from tests.support.suite import GENEROUS, kill_trees, tiny_case
 
 pytestmark = pytest.mark.server
 
@@ -97,17 +97,7 @@ def start_run(pytester, suite, tag: str, moment: str, *extra: str) -> subprocess
 
 def cleanup(proc: subprocess.Popen[bytes], tag: str) -> None:
     """Kill what this test started, by pid: the pytest run, its workers, and any marked process left."""
-    try:
-        workers = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        workers = []
-    for child in [*workers, *marked(tag)]:
-        try:
-            if child.environ().get(MARKER_VAR) == tag or child in workers:
-                child.kill()
-        except psutil.Error:
-            pass
-    proc.kill()
+    kill_trees([proc.pid, *(p.pid for p in marked(tag))])
     proc.wait()
 
 

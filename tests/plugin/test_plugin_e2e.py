@@ -8,14 +8,13 @@ import signal
 import statistics
 import subprocess
 import threading
-import time
 
 import psutil
 import pytest
 
 from pytest_diffperf.suite.items import UnguardedWarning
 from tests.support.signals import python_with_default_signals
-from tests.support.suite import GENEROUS, kill_trees, refservers, results, tiny_case
+from tests.support.suite import GENEROUS, interrupt_when_serving, refservers, results, tiny_case
 
 pytestmark = pytest.mark.server  # starts server processes
 
@@ -140,23 +139,9 @@ def test_ctrl_c_stops_every_server(pytester, suite):
     args = suite([tiny_case("slow", "--inject-hang-on-request 1", timeout_s=300)], {"slow": GENEROUS})
     command = python_with_default_signals("-m", "pytest", *args)
     proc = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    servers: list[psutil.Process] = []
-    try:
-        while not servers and time.monotonic() < deadline:
-            time.sleep(0.2)
-            servers = [
-                p for p in psutil.Process(proc.pid).children(recursive=True) if "refserver" in " ".join(p.cmdline())
-            ]
-        assert servers, "no server started"
-        time.sleep(3)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 2  # pytest's exit code for an interrupted run
-        _, alive = psutil.wait_procs(servers, timeout=10)
-        assert not alive
-    finally:  # a failure here must not leave servers behind for the next tests' checks
-        kill_trees([proc.pid, *(p.pid for p in servers)])
-        proc.wait()
+    interrupt_when_serving(
+        proc, lambda run: [p for p in run if "refserver" in " ".join(p.cmdline())], signal.SIGINT, 120
+    )
 
 
 @pytest.mark.parametrize("xdist", [(), ("-n", "1")], ids=["plain", "xdist"])
@@ -171,23 +156,15 @@ def test_sigterm_ends_the_run_as_ctrl_c_does_and_the_finished_scenarios_are_writ
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
     reader.start()
-    deadline = time.monotonic() + 240
-    servers: list[psutil.Process] = []
+
+    def slow_server(run: list[psutil.Process]) -> list[psutil.Process]:  # once the quick scenario passed
+        if not any("::quick" in line and "PASSED" in line for line in list(lines)):
+            return []
+        return [p for p in run if "--inject-hang-on-request" in " ".join(p.cmdline())]
+
     try:
-        while not servers and time.monotonic() < deadline:
-            time.sleep(0.2)
-            done = any("::quick" in line and "PASSED" in line for line in list(lines))
-            children = psutil.Process(proc.pid).children(recursive=True)
-            servers = [p for p in children if done and "--inject-hang-on-request" in " ".join(p.cmdline())]
-        assert servers, "the slow scenario's server did not start after the quick one passed"
-        time.sleep(3)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 2  # interrupted, as by Ctrl-C
-        _, alive = psutil.wait_procs(servers, timeout=10)
-        assert not alive
-    finally:  # as above
-        kill_trees([proc.pid, *(p.pid for p in servers)])
-        proc.wait()
+        interrupt_when_serving(proc, slow_server, signal.SIGTERM, 240)  # interrupted, as by Ctrl-C
+    finally:
         reader.join(timeout=10)
         proc.stdout.close()
     out = "".join(lines)

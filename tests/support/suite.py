@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable
+import subprocess
+import time
+from collections.abc import Callable, Iterable
 
 import psutil
 
@@ -65,6 +67,31 @@ def kill_trees(pids: Iterable[int]) -> None:
     for proc in found:
         with contextlib.suppress(psutil.Error):
             proc.kill()
+
+
+def interrupt_when_serving(
+    proc: subprocess.Popen,
+    servers_of: Callable[[list[psutil.Process]], list[psutil.Process]],
+    sig: int,
+    within_s: float,
+) -> None:
+    """Once ``servers_of`` (given the run's descendants) finds servers, send ``sig`` to the run 3 s later; assert
+    it ends interrupted (exit code 2) and stops those servers. Whatever happens, nothing of the run is left."""
+    servers: list[psutil.Process] = []
+    deadline = time.monotonic() + within_s
+    try:
+        while not servers and time.monotonic() < deadline:
+            time.sleep(0.2)
+            servers = servers_of(psutil.Process(proc.pid).children(recursive=True))
+        assert servers, f"no server to interrupt within {within_s:g} s"
+        time.sleep(3)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == 2  # pytest's exit code for an interrupted run
+        _, alive = psutil.wait_procs(servers, timeout=10)
+        assert not alive
+    finally:  # a failure here must not leave servers behind for the next tests' checks
+        kill_trees([proc.pid, *(p.pid for p in servers)])
+        proc.wait()
 
 
 def results(pytester) -> dict:
