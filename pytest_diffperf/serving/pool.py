@@ -8,7 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .launchers import Launcher, ServerSpec, get_launcher
-from .process import PROGRESS_EVERY_S, ServerError, ServerPorts, ServerProcess, server_ports, short_command
+from .process import (
+    PROGRESS_EVERY_S,
+    ServerError,
+    ServerPorts,
+    ServerProcess,
+    port_taken,
+    server_ports,
+    short_command,
+)
+
+PORT_RETRIES = 2  # starts again on other ports after a port was taken between the probe and the server's bind
 
 
 @dataclass
@@ -58,7 +68,8 @@ class ServerPool:
     def get(self, spec: ServerSpec) -> ServerProcess:
         """The running server for ``spec``: reused, or started (stopping any other first).
 
-        A group whose server failed to start is not retried; one that died or hung later is restarted.
+        A group whose server failed to start is not retried, unless a port it was given was taken meanwhile
+        (started again on other ports, ``PORT_RETRIES`` times); one that died or hung later is restarted.
         """
         if self._current and self._current[0] == spec:
             server = self._current[1]
@@ -72,7 +83,16 @@ class ServerPool:
         if spec in self._failed:
             raise self._failed[spec]
         self.release()
-        return self._start(spec)
+        attempt = 1
+        while True:
+            try:
+                return self._start(spec)
+            except ServerError as exc:
+                if attempt > PORT_RETRIES or not port_taken(exc):
+                    raise
+                del self._failed[spec]
+                self.progress(f"diffperf: {exc.headline(last_log_line=True)}: its port was taken; trying other ports")
+                attempt += 1
 
     def plan(self, spec: ServerSpec, number: int | None = None, ports: ServerPorts | None = None) -> ServerPlan:
         """The command, environment, ports and folder of start ``number`` (default: the next) of ``spec``'s server,
