@@ -83,16 +83,15 @@ class ServerPool:
         if spec in self._failed:
             raise self._failed[spec]
         self.release()
-        attempt = 1
-        while True:
+        for _ in range(PORT_RETRIES):
             try:
                 return self._start(spec)
             except ServerError as exc:
-                if attempt > PORT_RETRIES or not port_taken(exc):
+                if not port_taken(exc):
                     raise
-                del self._failed[spec]
+                del self._failed[spec]  # not the group's failure: the next start gets other ports
                 self.progress(f"diffperf: {exc.headline(last_log_line=True)}: its port was taken; trying other ports")
-                attempt += 1
+        return self._start(spec)
 
     def plan(self, spec: ServerSpec, number: int | None = None, ports: ServerPorts | None = None) -> ServerPlan:
         """The command, environment, ports and folder of start ``number`` (default: the next) of ``spec``'s server,

@@ -36,7 +36,7 @@ PROGRESS_EVERY_S = 15.0
 HEALTH_POLL_S = 1.0  # as SGLang's harness polls /health
 PORT_TRIES = 100
 # A port found free, then bound by another process before the server could: errno EADDRINUSE as uvicorn, ZMQ,
-# torch.distributed and the reference server print it, and SGLang's own check under --strict-ports.
+# torch.distributed and the reference server print it, and SGLang's own check under --strict-ports (lowercase).
 PORT_TAKEN = ("address already in use", "is unavailable and --strict-ports is enabled")
 LINE_WIDTH = 160  # a log line or command quoted in a progress line is cut here
 # uvicorn's (SGLang's) access log: `INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK`
@@ -140,7 +140,7 @@ class ServerError(ServerFailure):
 def port_taken(error: ServerFailure) -> bool:
     """The server's log says a port it was given was taken: found free, bound by someone else before the server."""
     tail = error.server.tail.lower() if error.server is not None else ""
-    return any(pattern.lower() in tail for pattern in PORT_TAKEN)
+    return any(pattern in tail for pattern in PORT_TAKEN)
 
 
 def free_port(host: str = "127.0.0.1", ports: range | None = None) -> int:

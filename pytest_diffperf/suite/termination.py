@@ -20,14 +20,15 @@ import pytest
 class SigtermAsInterrupt:
     """Turns the first SIGTERM into ``KeyboardInterrupt`` while the run lasts (a pytest plugin)."""
 
-    def __init__(self) -> None:
-        self.installed = False
+    @property
+    def installed(self) -> bool:
+        """SIGTERM's handler is this one's (it no longer is after the first SIGTERM or the run's end)."""
+        return signal.getsignal(signal.SIGTERM) == self._interrupt
 
     def install(self) -> bool:
         """Set the handler where SIGTERM is at its default, in the main thread; whether it was set."""
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, self._interrupt)
-            self.installed = True
         return self.installed
 
     def _interrupt(self, signum: int, frame: FrameType | None) -> None:
@@ -36,9 +37,8 @@ class SigtermAsInterrupt:
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.installed and signal.getsignal(signal.SIGTERM) == self._interrupt:
+        if self.installed:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        self.installed = False
 
 
 def register(config: pytest.Config) -> None:
