@@ -59,6 +59,22 @@ def test_an_injected_regression_is_regressed_with_the_stage_named(pytester, suit
     assert not refservers()
 
 
+def test_an_injected_regression_is_regressed_one_server_at_a_time(pytester, suite):
+    """One at a time the priors are about twice as wide (verdicts.metrics.one_at_a_time); a doubled e2e still
+    shows, with each process pair's servers one after the other."""
+    args = ab(suite, tiny_case("tiny", perf_warmup_requests=1))
+    result = pytester.runpytest(*args, SLOWER, "--diffperf-ab-servers=one-at-a-time")
+    result.assert_outcomes(failed=1)
+    record = results(pytester)["scenarios"][0]["ab"]
+    assert record["verdict"] == "regressed" and record["stop"] == "decisive"
+    e2e = next(m for m in record["metrics"] if m["name"] == "e2e")
+    assert e2e["verdict"] == "regressed" and e2e["low"] > 1.0
+    for pair in range(record["process_pairs"]):  # one at a time: the first server's requests, then the other's
+        first, second = (s for s in record["servers"] if s["process_pair"] == pair)
+        assert max(timestamps(first)) < min(timestamps(second))
+    assert not refservers()
+
+
 def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytester, suite):
     """Two process pairs of one request pair cannot rule out a 10 % change (the priors alone make the
     interval wider than the tolerance): inconclusive, never unchanged, and an identical build is never
