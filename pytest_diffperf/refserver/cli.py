@@ -73,7 +73,11 @@ def _non_negative_float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="diffperf-refserver", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("models", help="list the built-in models")
+    sub.add_parser(
+        "models",
+        help="list the built-in models",
+        description="List the built-in models (tiny, seeded, built on CPU): each one's id, task, default size and steps.",
+    )
 
     serve = sub.add_parser("serve", help="serve one built-in model over HTTP")
     serve.add_argument(
@@ -83,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODEL",
         help=f"built-in model: {', '.join(sorted(MODELS))}",
     )
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument(
         "--port",
         type=int,
@@ -96,7 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="reported in /v1/models and used to align video frame counts, as SGLang does; runs on CPU",
     )
-    serve.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        help="server log level (default: %(default)s)",
+    )
     bool_flag(serve, "--strict-ports", help="accepted for sglang compatibility: the server never picks another port")
     serve.add_argument(
         "--warmup-mode",
@@ -131,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="device (as SGLang): load/runtime/warmup snapshots only with a device, so none here; always: "
         "write them anyway, device figures 0 and the lifetime host-anon peak (a reference-server extension)",
     )
-    serve.add_argument("--model-type", choices=("diffusion",), default="diffusion")
+    serve.add_argument(
+        "--model-type", choices=("diffusion",), default="diffusion", help="accepted as sglang serve's: diffusion only"
+    )
     serve.add_argument(
         "--num-threads",
         type=_positive_int,

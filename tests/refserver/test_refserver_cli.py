@@ -12,9 +12,8 @@ import threading
 import pytest
 
 from pytest_diffperf.protocol import PERF_LOG_FILE, PerfRecord
+from pytest_diffperf.refserver.cli import main
 from tests.support.refserver import SMALL_IMAGE
-
-pytestmark = pytest.mark.server  # starts server processes
 
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -69,12 +68,14 @@ def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         ),
     ],
 )
-def test_bad_flags_exit_2_with_message(args, message):
-    proc = _run(*args)
-    assert proc.returncode == 2
-    assert message in proc.stderr
+def test_bad_flags_exit_2_with_message(args, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(args)  # every one is refused before the server binds or builds anything
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("strict", [True, False])
 def test_taken_port_fails_and_never_picks_another(strict):
     with socket.socket() as taken:
@@ -111,6 +112,7 @@ def test_console_script():
     assert bad.returncode == 2 and "unrecognized arguments: --nope" in bad.stderr
 
 
+@pytest.mark.server
 def test_warmup_mode_request_logs_only_the_real_request(start_server):
     server = start_server(
         "tiny/flux-t2i", "--warmup-mode", "request", "--num-threads", "2", "--memory-snapshots", "always"
