@@ -33,6 +33,7 @@ from typing import Any
 
 from pytest_diffperf.cases import Case, load_cases
 from pytest_diffperf.perf.measurement import Measurement
+from pytest_diffperf.protocol import DENOISING_STAGE, PER_FRAME_STAGE
 from pytest_diffperf.serving.launchers import ServerSpec, get_launcher
 from pytest_diffperf.serving.measure import measure
 from pytest_diffperf.serving.pool import ServerPool
@@ -71,9 +72,9 @@ def scenario_entry(runs: list[Measurement], old: dict[str, Any]) -> dict[str, An
             median_of_medians([[statistics.median(s) for s in m.steps] for m in runs]), 2
         ),
     }
-    if "per_frame_generation" in old.get("stages_ms", {}):
+    if PER_FRAME_STAGE in old.get("stages_ms", {}):
         frames = runs[0].num_frames or 1
-        entry["stages_ms"]["per_frame_generation"] = round(entry["expected_e2e_ms"] / frames, 2)
+        entry["stages_ms"][PER_FRAME_STAGE] = round(entry["expected_e2e_ms"] / frames, 2)
     loads = [x for m in runs for x in m.load_ms]
     if loads:
         entry["expected_load_ms"] = round(statistics.median(loads), 2)
@@ -144,7 +145,7 @@ def main() -> None:
     figures: dict[str, Any] = {}
     for sid, ms in runs.items():
         e2e = [list(m.e2e_ms) for m in ms]
-        den = [[st["DenoisingStage"] for st in m.stages if "DenoisingStage" in st] for m in ms]
+        den = [[st[DENOISING_STAGE] for st in m.stages if DENOISING_STAGE in st] for m in ms]
         (pe, we), (pd, wd) = spread(e2e), spread(den)
         figures[sid] = {
             "e2e_ms": median_of_medians(e2e),

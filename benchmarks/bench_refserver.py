@@ -24,9 +24,12 @@ import requests
 
 from pytest_diffperf.launchers import ReferenceLauncher, ServerSpec
 from pytest_diffperf.protocol import (
+    HEALTH_PATH,
+    IMAGES_PATH,
     LOAD_MARKER,
     PERF_LOG_FILE,
     STANDARD_STAGES,
+    VIDEOS_PATH,
     PerfRecord,
     parse_load_marker,
 )
@@ -56,14 +59,14 @@ def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
     """Run one request to completion; returns (request id, client-side seconds)."""
     t0 = time.perf_counter()
     if model.endswith("t2v"):
-        job = requests.post(url + "/v1/videos", json=body, timeout=300).json()
+        job = requests.post(url + VIDEOS_PATH, json=body, timeout=300).json()
         while job["status"] not in ("completed", "failed"):
             time.sleep(0.01)
-            job = requests.get(f"{url}/v1/videos/{job['id']}", timeout=30).json()
+            job = requests.get(f"{url}{VIDEOS_PATH}/{job['id']}", timeout=30).json()
         assert job["status"] == "completed", job
-        requests.get(f"{url}/v1/videos/{job['id']}/content", timeout=30).raise_for_status()
+        requests.get(f"{url}{VIDEOS_PATH}/{job['id']}/content", timeout=30).raise_for_status()
         return job["id"], time.perf_counter() - t0
-    resp = requests.post(url + "/v1/images/generations", json=body, timeout=300)
+    resp = requests.post(url + IMAGES_PATH, json=body, timeout=300)
     resp.raise_for_status()
     return resp.json()["id"], time.perf_counter() - t0
 
@@ -88,7 +91,7 @@ def bench_model(model: str, repeats: int, threads: int) -> dict:
                 break
         if marker_ns is None:
             raise RuntimeError(f"{model}: server exited before the load marker")
-        while requests.get(url + "/health", timeout=5).status_code != 200:
+        while requests.get(url + HEALTH_PATH, timeout=5).status_code != 200:
             time.sleep(0.05)
         ready_ns = time.monotonic_ns()
         body = WORKLOADS[model]

@@ -105,7 +105,13 @@ from pytest_diffperf.perf.limits import (
 )
 from pytest_diffperf.perf.measurement import Measurement
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
-from pytest_diffperf.protocol import DENOISING_STAGE
+from pytest_diffperf.protocol import (
+    DECODING_STAGE,
+    DENOISING_STAGE,
+    LATENT_PREPARATION_STAGE,
+    TEXT_ENCODING_STAGE,
+    TIMESTEP_PREPARATION_STAGE,
+)
 from pytest_diffperf.results.ab import design_for, pair_samples
 from pytest_diffperf.results.noisy import judge_noisy
 from pytest_diffperf.serving.ab import SIDES, ABServers, Side, SideServer, resolve_side
@@ -113,8 +119,14 @@ from pytest_diffperf.serving.launchers import ServerSpec, get_launcher
 from pytest_diffperf.serving.measure import measure
 from pytest_diffperf.serving.pool import ServerPool
 from pytest_diffperf.serving.sidespec import parse_side_spec
-from pytest_diffperf.verdicts.ab import ABResult, ProcessPairSamples, analyse, base_levels, noisier_than_prior
-from pytest_diffperf.verdicts.ab import judge as judge_ab
+from pytest_diffperf.verdicts.ab import (
+    ABResult,
+    ProcessPairSamples,
+    analyse,
+    base_levels,
+    judge_ab_metrics,
+    noisier_than_prior,
+)
 from pytest_diffperf.verdicts.attribution import named, shares
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.interval import estimate
@@ -126,7 +138,7 @@ from pytest_diffperf.verdicts.static import (
     StaticPolicy,
     forecast,
     go_on,
-    judge_scenario,
+    judge_static_checks,
     remeasure,
     scenario_verdict,
     static_codes,
@@ -136,13 +148,13 @@ from pytest_diffperf.verdicts.vocab import IMPROVED, INCONCLUSIVE, REGRESSED, ST
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "noise-study" / "data"
 STAGES = {
-    "text_encode": "TextEncodingStage",
-    "latent_prep": "LatentPreparationStage",
-    "timesteps": "TimestepPreparationStage",
+    "text_encode": TEXT_ENCODING_STAGE,
+    "latent_prep": LATENT_PREPARATION_STAGE,
+    "timesteps": TIMESTEP_PREPARATION_STAGE,
     "denoise": DENOISING_STAGE,
-    "decode": "DecodingStage",
+    "decode": DECODING_STAGE,
 }
-DENOISE, DECODE = stage_name(DENOISING_STAGE), stage_name("DecodingStage")
+DENOISE, DECODE = stage_name(DENOISING_STAGE), stage_name(DECODING_STAGE)
 STEP_FRACTIONS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 SGLANG_PR_TEST = Tolerances(e2e=0.25, denoise_stage=0.25, non_denoise_stage=0.8, denoise_step=0.3, denoise_agg=0.2)
 SGLANG_ATTEMPTS = 7
@@ -253,9 +265,9 @@ EFFECTS = [
     Effect("e2e +10 % via denoise", DENOISE, 0.10, True, DENOISING_STAGE),
     Effect("e2e +20 % via denoise", DENOISE, 0.20, True, DENOISING_STAGE),
     Effect("DenoisingStage +10 %", DENOISE, 0.10, False, DENOISING_STAGE),
-    Effect("DecodingStage +10 %", DECODE, 0.10, False, "DecodingStage"),
-    Effect("DecodingStage +20 %", DECODE, 0.20, False, "DecodingStage"),
-    Effect("DecodingStage +50 %", DECODE, 0.50, False, "DecodingStage"),
+    Effect("DecodingStage +10 %", DECODE, 0.10, False, DECODING_STAGE),
+    Effect("DecodingStage +20 %", DECODE, 0.20, False, DECODING_STAGE),
+    Effect("DecodingStage +50 %", DECODE, 0.50, False, DECODING_STAGE),
     Effect("e2e x2 via denoise", DENOISE, 1.00, True, DENOISING_STAGE),
 ]
 
@@ -360,7 +372,7 @@ def simulate_ab(
     named_by_stage = {s: np.zeros((trials, k_max), dtype=bool) for s in stages}
     noisy = np.zeros((trials, k_max), dtype=bool)
     for look in range(k_max):
-        j = judge_ab({name: d[:, : look + 1] for name, d in logs.items()}, policy, design)
+        j = judge_ab_metrics({name: d[:, : look + 1] for name, d in logs.items()}, policy, design)
         codes[:, look] = j.scenario
         for name, spec in j.specs.items():
             if spec.gated:
@@ -493,7 +505,7 @@ def simulate_static(
             values = {
                 c.name: metric_of(c.name, cm, cs)[cand[t, : a + 1, None], req[t, : a + 1]].tolist() for c in sample
             }
-            results = judge_scenario(sample, values, policy)
+            results = judge_static_checks(sample, values, policy)
             assert STATIC_VERDICTS.index(scenario_verdict(results)) == per_attempt[t, a], "static verdicts differ"
             assert remeasure(results, a + 1, policy) == more[t, a], "re-measure decisions differ"
     stop = np.where((~more).any(axis=1), np.argmax(~more, axis=1), attempts - 1)
@@ -583,17 +595,16 @@ LIVE_EFFECTS = [
     LiveEffect("e2e +5 % via DenoisingStage", DENOISING_STAGE, 0.05),
     LiveEffect("e2e +10 % via DenoisingStage", DENOISING_STAGE, 0.10),
     LiveEffect("e2e +20 % via DenoisingStage", DENOISING_STAGE, 0.20),
-    LiveEffect("DecodingStage +10 %", "DecodingStage", 0.10, of_e2e=False),
+    LiveEffect("DecodingStage +10 %", DECODING_STAGE, 0.10, of_e2e=False),
 ]
 
 
 def median_baseline(m: Measurement) -> ScenarioBaseline:
     """A stored baseline from one process's requests: every figure's median (timings only)."""
-    stages = sorted({s for st in m.stages for s in st})
     steps = max(len(x) for x in m.steps)
     med = statistics.median
     return ScenarioBaseline(
-        stages_ms={s: med([st[s] for st in m.stages if s in st]) for s in stages},
+        stages_ms={s: med(v) for s, v in sorted(m.stage_samples().items())},
         denoise_step_ms={str(i): med([x[i] for x in m.steps if len(x) > i]) for i in range(steps)},
         expected_e2e_ms=med(m.e2e_ms),
         expected_avg_denoise_ms=med([statistics.fmean(x) for x in m.steps]),
@@ -631,7 +642,7 @@ def run_live(a: argparse.Namespace) -> int:
         e2e_ms, stage_ms = baseline.expected_e2e_ms, {k: v or 0.0 for k, v in baseline.stages_ms.items()}
         print(f"# bench_verdicts --live: case {case.id}, {a.live_trials} trials per effect, seed {a.seed}")
         print(f"- stored baseline: median of {BASELINE_REQUESTS} requests of one fresh server: e2e {e2e_ms:.1f} ms, "
-              f"DenoisingStage {stage_ms[DENOISING_STAGE]:.1f} ms, DecodingStage {stage_ms['DecodingStage']:.1f} ms")  # fmt: skip
+              f"DenoisingStage {stage_ms[DENOISING_STAGE]:.1f} ms, DecodingStage {stage_ms[DECODING_STAGE]:.1f} ms")  # fmt: skip
         for effect in effects:
             args = effect.args(e2e_ms, stage_ms)
             sides: dict[Side, SideServer] = {
@@ -879,7 +890,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         policy = VerdictPolicy()
         rows = []
         for kind, pool in pools.items():
-            for name in ("e2e", DENOISE, DECODE, stage_name("TextEncodingStage"), "median_denoise"):
+            for name in ("e2e", DENOISE, DECODE, stage_name(TEXT_ENCODING_STAGE), "median_denoise"):
                 v = pool.metrics[name]
                 est = estimate_noise(
                     [list(np.log(v[2 * s + 1] / v[2 * s])) for s in range(int(pool.session.max()) + 1)]

@@ -1,7 +1,8 @@
 """SGLang diffusion-server protocol: the only definitions shared by the plugin and the reference server.
 
 Covers the perf-log record (``performance.log``, one JSON line per request), the load marker
-printed on stdout, the environment variables that switch stage logging on, and the HTTP paths.
+printed on stdout, the environment variables that switch stage logging on, the HTTP paths and the
+image output formats.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ IMAGES_PATH = "/v1/images/generations"
 IMAGE_EDITS_PATH = "/v1/images/edits"
 VIDEOS_PATH = "/v1/videos"
 LIVENESS_PATH = "/liveness"
+
+# Image outputs: the ``output_format`` values the server knows and the file extension of each.
+IMAGE_FORMAT_EXTS = {"png": "png", "jpeg": "jpg", "jpg": "jpg", "webp": "webp"}
+IMAGE_EXTS = tuple(dict.fromkeys(IMAGE_FORMAT_EXTS.values()))  # png, jpg, webp
 
 # Stage names used by SGLang's standard pipelines, in execution order.
 INPUT_VALIDATION_STAGE = "InputValidationStage"

@@ -43,8 +43,9 @@ def test_sglang_comparison_config_loads_with_unknown_keys_kept(tmp_path):
     path = write(tmp_path, {"_comment": "x", "measurement_repeats": 3, "test_image_url": "u", "cases": [SGLANG_CASE]})
     case = load_cases(path)["minimax_h3_i2va_5090_consumer"]
     assert case.is_video and case.num_frames == 124
-    assert case.model_extra["comfyui_workflow"] == "minimax_h3_i2va_5090.json"
-    assert case.framework("comfyui").model_extra["comfy_root"] == "${COMFY_ROOT}"
+    assert case.model_extra is not None and case.model_extra["comfyui_workflow"] == "minimax_h3_i2va_5090.json"
+    comfyui_extra = case.framework("comfyui").model_extra
+    assert comfyui_extra is not None and comfyui_extra["comfy_root"] == "${COMFY_ROOT}"
     assert case.framework("reference").serve_args == "--warmup-mode server"  # falls back to sglang
     assert case.perf_repeat_requests == 1 and case.run_perf_check
 

@@ -12,8 +12,8 @@ from .._util.outputs import check_writable
 from .._util.text import format_table
 from ..errors import DiffperfError
 from ..perf.baselines import load_baselines, select_scenarios
-from ..results.merge import merge, missing, outcome_counts, read_results, results_of
-from ..results.model import FAILING, ScenarioResult
+from ..results.merge import failing, merge, missing, outcome_counts, read_results, results_of
+from ..results.model import ScenarioResult
 from ..results.stepsummary import markdown
 from ..results.tables import summary_table
 
@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="merge the results files of shards into one, with one summary",
         description="Merge --diffperf-json files (of shards, or of xdist-less separate runs) into one file and "
         "print one summary (also appended as Markdown to $GITHUB_STEP_SUMMARY when set). Exit status 1 "
-        "when a scenario failed (performance or consistency) or errored, or when --expect-all finds scenarios that ran in no file.",
+        "when a scenario failed (performance or consistency) or errored, or was inconclusive in runs with "
+        "--diffperf-inconclusive=fail, or when --expect-all finds scenarios that ran in no file.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="results files (results-*.json)")
     parser.add_argument("-o", "--output", help="write the merged results here")
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         write_html(Path(args.html), results, merged, args, notes, steps)
         print(f"wrote {args.html}")
-    return 1 if absent or any(r.outcome in FAILING for r in results) else 0
+    return 1 if absent or failing(merged, results) else 0
 
 
 def write_html(

@@ -155,10 +155,7 @@ def result_row(case: Case, framework: str, samples: Sequence[Sample], missing: i
     latencies = [round(s.client_ms / 1000, 3) for s in samples]
     records = [s.record for s in samples if s.record is not None]
     measured = Measurement.from_records(records)
-    stages: dict[str, list[float]] = {}
-    for per_request in measured.stages:
-        for name, ms in per_request.items():
-            stages.setdefault(name, []).append(ms)
+    stages = measured.stage_samples()
     steps = [ms for per_request in measured.steps for ms in per_request]
     return {
         "case_id": case.id,

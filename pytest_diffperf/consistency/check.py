@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DiffperfError
 from . import artifacts, embcache, groundtruth, manifest, preflight
 from .clip import Embedder, get_embedder
 from .config import ConsistencyConfig
@@ -39,7 +38,7 @@ def check_output(
         return _regenerate(case_id, num_gpus, is_video, output_ext, frames, cfg, media)
     if cfg.skip:
         return ConsistencyResult(case_id, num_gpus, is_video, "skipped", message=cfg.skip_reason)
-    gt_dir = _gt_dir(cfg)
+    gt_dir = cfg.require_gt_dir()
     picks = _picks(frames, is_video, cfg)
     names = groundtruth.gt_names(case_id, num_gpus, is_video, output_ext, [label for _, label in picks])
     located = groundtruth.locate(gt_dir, cfg.platform, names, is_video)
@@ -72,15 +71,6 @@ def check_output(
     return result
 
 
-def _gt_dir(cfg: ConsistencyConfig) -> Path:
-    if cfg.gt_dir is None:
-        raise DiffperfError(
-            "no ground-truth folder: set --diffperf-gt-dir (ini diffperf_gt_dir) or SGLANG_CONSISTENCY_GT_DIR",
-            source="--diffperf-gt-dir",
-        )
-    return cfg.gt_dir
-
-
 def _picks(frames: list[np.ndarray], is_video: bool, cfg: ConsistencyConfig) -> list[tuple[int, str]]:
     """(frame index, GT label) of each compared frame; the frames must be uint8 RGB."""
     if not frames:
@@ -100,7 +90,7 @@ def _regenerate(
     media: bytes | None,
 ) -> ConsistencyResult:
     """Write the output as the case's GT (where the check will read it) and record its hashes."""
-    gt_dir = _gt_dir(cfg)
+    gt_dir = cfg.require_gt_dir()
     picks = _picks(frames, is_video, cfg)
     files = _gt_files(case_id, num_gpus, is_video, output_ext, frames, picks, media)
     folder = groundtruth.locate(gt_dir, cfg.platform, list(files), is_video).folder
@@ -135,7 +125,7 @@ def _fail_missing(
     names: list[str],
     ready: dict[str, bytes],
 ) -> None:
-    gt_dir = _gt_dir(cfg)
+    gt_dir = cfg.require_gt_dir()
     folder = artifacts.ready_folder(cfg.artifacts_dir, ready)
     where = f"{gt_dir}" + (f" (nor in {gt_dir / cfg.platform})" if cfg.platform else "")
     result.reason = "missing-gt"

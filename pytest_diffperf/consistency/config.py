@@ -43,6 +43,15 @@ class ConsistencyConfig:
     def frame_spec(self) -> FrameSpec:
         return parse_frames_spec(self.frames)
 
+    def require_gt_dir(self) -> Path:
+        """The ground-truth folder; a DiffperfError naming the option when none is set."""
+        if self.gt_dir is None:
+            raise DiffperfError(
+                "no ground-truth folder: set --diffperf-gt-dir (ini diffperf_gt_dir) or SGLANG_CONSISTENCY_GT_DIR",
+                source="--diffperf-gt-dir",
+            )
+        return self.gt_dir
+
     def describe(self) -> str:
         """One line for the report header."""
         if self.regen:
@@ -117,12 +126,8 @@ def validate_config(cfg: ConsistencyConfig) -> None:
     if cfg.skip and not cfg.regen:
         return
     require_extra()
-    if cfg.gt_dir is None:
-        raise DiffperfError(
-            "no ground-truth folder: set --diffperf-gt-dir (ini diffperf_gt_dir) or SGLANG_CONSISTENCY_GT_DIR",
-            source="--diffperf-gt-dir",
-        )
+    gt_dir = cfg.require_gt_dir()
     if not cfg.regen:
-        if not cfg.gt_dir.is_dir():
-            raise DiffperfError(f"ground-truth folder {cfg.gt_dir} does not exist", source="--diffperf-gt-dir")
+        if not gt_dir.is_dir():
+            raise DiffperfError(f"ground-truth folder {gt_dir} does not exist", source="--diffperf-gt-dir")
         resolve_weights(cfg.clip_model, cfg.clip_pretrained)

@@ -16,15 +16,14 @@ from PIL import Image
 
 from .._util.atomicfile import write_atomic
 from ..errors import DiffperfError
+from ..protocol import IMAGE_EXTS, IMAGE_FORMAT_EXTS
 from . import manifest
-
-IMAGE_EXTS = ("png", "jpg", "webp")
 
 
 def image_ext(output_format: str | None) -> str:
     """File extension for an image output format (``jpeg`` -> ``jpg``, unset -> ``png``)."""
     fmt = (output_format or "png").lower().lstrip(".")
-    return "jpg" if fmt == "jpeg" else fmt
+    return IMAGE_FORMAT_EXTS.get(fmt, fmt)
 
 
 def gt_names(case_id: str, num_gpus: int, is_video: bool, ext: str, labels: list[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""``manifest.json`` in a GT folder: the sha256 of every GT file, updated under a file lock.
+"""``manifest.json`` in a GT folder: the sha256 of every GT file, updated under a file lock beside it
+(``.manifest.json.lock``, git-ignored as every ``.*.lock``; never in a shared temp folder).
 
 Keys are paths relative to the GT folder, with ``/`` (``cpu/case_1gpu.png``). A folder without a
 manifest is read unverified (SGLang's GT folders have none); in a folder with one, a GT file must
@@ -12,14 +13,14 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from .._util.atomicfile import lock_path, write_atomic
+from .._util.atomicfile import locked, write_atomic
 from .._util.jsonfile import read_json_object, validate
+from ..protocol import IMAGE_FORMAT_EXTS
 
 MANIFEST = "manifest.json"
-GT_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+GT_SUFFIXES = tuple(f".{fmt}" for fmt in IMAGE_FORMAT_EXTS)  # by format name: .jpeg as well as .jpg
 RECORD_COMMAND = "python -m pytest_diffperf.consistency record {gt_dir}"
 
 
@@ -51,7 +52,7 @@ def load(gt_dir: Path) -> Manifest | None:
 
 def record(gt_dir: Path, files: dict[Path, bytes]) -> None:
     """Add or update the hashes of ``files`` (paths inside ``gt_dir``); safe across processes."""
-    with _lock(gt_dir):
+    with locked(gt_dir / MANIFEST):
         manifest = load(gt_dir) or Manifest()
         for path, data in files.items():
             manifest.files[_key(gt_dir, path)] = Entry(sha256=sha256(data), bytes=len(data))
@@ -60,7 +61,7 @@ def record(gt_dir: Path, files: dict[Path, bytes]) -> None:
 
 def rebuild(gt_dir: Path) -> Manifest:
     """Record every GT image under ``gt_dir`` afresh (for GT files changed or added by hand)."""
-    with _lock(gt_dir):
+    with locked(gt_dir / MANIFEST):
         manifest = Manifest()
         for path in sorted(gt_dir.rglob("*")):
             if path.suffix.lower() in GT_SUFFIXES and not any(
@@ -90,9 +91,3 @@ def _write(gt_dir: Path, manifest: Manifest) -> None:
     doc = manifest.model_dump()
     doc["files"] = dict(sorted(doc["files"].items()))
     write_atomic(gt_dir / MANIFEST, (json.dumps(doc, indent=2) + "\n").encode())
-
-
-def _lock(gt_dir: Path) -> FileLock:
-    """The manifest's lock, beside it (``.manifest.json.lock``, git-ignored as every ``.*.lock``): never in a
-    shared temp folder another user could have made first."""
-    return FileLock(lock_path(gt_dir / MANIFEST), timeout=120)

@@ -245,9 +245,8 @@ def samples(measurement: Measurement) -> dict[str, list[float]]:
     samples["median_denoise"] = [statistics.median(s) for s in runs]
     for i in range(max(map(len, runs), default=0)):
         samples[step_name(i)] = [s[i] for s in runs if len(s) > i]
-    for stages in m.stages:
-        for stage, ms in stages.items():
-            samples.setdefault(stage_name(stage), []).append(ms)
+    for stage, ms in m.stage_samples().items():
+        samples[stage_name(stage)] = ms
     if m.num_frames:
         samples["per_frame"] = [e / m.num_frames for e in m.e2e_ms]
     for key, values in m.memory.items():

@@ -21,6 +21,14 @@ class Measurement:
     num_frames: int | None = None
     is_video: bool = False
 
+    def stage_samples(self) -> dict[str, list[float]]:
+        """Stage name -> its time in each request that logged it (stages in the order first seen)."""
+        samples: dict[str, list[float]] = {}
+        for per_request in self.stages:
+            for name, ms in per_request.items():
+                samples.setdefault(name, []).append(ms)
+        return samples
+
     @classmethod
     def from_records(
         cls,

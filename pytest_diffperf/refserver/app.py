@@ -31,7 +31,14 @@ from .worker import RefServer, ServerConfig
 
 log = logging.getLogger("refserver")
 
-WARMUP_BYPASS_PATHS = ("/metrics", "/liveness", "/health", "/health_generate", "/model_info", "/server_info")
+WARMUP_BYPASS_PATHS = (
+    "/metrics",
+    protocol.LIVENESS_PATH,
+    protocol.HEALTH_PATH,
+    "/health_generate",
+    "/model_info",
+    "/server_info",
+)
 EXTRA_CONTAINERS = ("extra_body", "extra_json")
 LORA_FAILURES = {
     "/v1/set_lora": "Failed to set LoRA adapter",
@@ -236,7 +243,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         if response_format == "url" and config.output_path is None:
             raise _bad("response_format='url' requires cloud storage to be configured.")
         if spec.is_video:
-            raise _bad(f"{spec.name} serves {spec.task_type.value}: use /v1/videos")
+            raise _bad(f"{spec.name} serves {spec.task_type.value}: use {protocol.VIDEOS_PATH}")
         perf_dump_path = fields.pop("perf_dump_path", None)
         params = params_for(fields)
         ext = choose_image_ext(output_format, background)
@@ -382,7 +389,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         except ValidationError as exc:
             raise _bad(f"Invalid request body: {exc}") from None
         if not spec.is_video:
-            raise _bad(f"{spec.name} serves {spec.task_type.value}: use /v1/images/generations")
+            raise _bad(f"{spec.name} serves {spec.task_type.value}: use {protocol.IMAGES_PATH}")
         if picture is None and (req.input_reference or req.reference_url):
             raise _bad(f"input_reference is not supported for {spec.task_type.value} models.")
         fps = req.fps if req.fps is not None else DEFAULT_FPS

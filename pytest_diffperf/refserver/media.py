@@ -9,6 +9,8 @@ import tempfile
 import numpy as np
 from PIL import Image
 
+from ..protocol import IMAGE_FORMAT_EXTS
+
 IMAGE_FORMATS = {"png": "PNG", "jpg": "JPEG", "webp": "WEBP"}
 JPEG_QUALITY = 75  # SGLang's output_quality "default" for images
 
@@ -16,8 +18,8 @@ JPEG_QUALITY = 75  # SGLang's output_quality "default" for images
 def choose_image_ext(output_format: str | None, background: str | None) -> str:
     """The file type of an image output, as SGLang's ``choose_output_image_ext``: JPEG unless asked otherwise."""
     fmt = (output_format or "").lower()
-    if fmt in ("png", "webp", "jpeg", "jpg"):
-        return "jpg" if fmt == "jpeg" else fmt
+    if fmt in IMAGE_FORMAT_EXTS:
+        return IMAGE_FORMAT_EXTS[fmt]
     if (background or "auto").lower() == "transparent":
         return "png"
     return "jpg"

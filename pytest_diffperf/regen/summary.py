@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from .._util.text import format_table
+from ..protocol import DENOISING_STAGE
 from .guard import LARGE_CHANGE
 from .policy import ACTIONS, Decision, RegenSettings
 
@@ -70,7 +71,7 @@ HEADLINE_FIELDS = (
     "expected_load_ms",
     "expected_avg_denoise_ms",
     "expected_median_denoise_ms",
-    "stages_ms.DenoisingStage",
+    f"stages_ms.{DENOISING_STAGE}",
 )
 
 

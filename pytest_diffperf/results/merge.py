@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from .._util.jsonfile import describe_type, read_json_object, validate
 from ..errors import DiffperfError
-from .model import OUTCOMES, RESULTS_VERSION, ScenarioResult
+from .model import OUTCOMES, RESULTS_VERSION, InconclusiveMode, ScenarioResult, fails_run
 
-MUST_AGREE = ("profile", "preset", "hardware", "launcher")
+MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
 
 
 def read_results(path: Path) -> dict[str, Any]:
@@ -36,6 +36,12 @@ def read_results(path: Path) -> dict[str, Any]:
         )
     for i, entry in enumerate(scenarios):
         scenario_of(entry, path, f"scenarios.{i}")
+    modes = get_args(InconclusiveMode)
+    doc.setdefault("inconclusive", "report")  # written before the run recorded it: the default
+    if doc["inconclusive"] not in modes:
+        raise DiffperfError(
+            f"expected one of {', '.join(modes)}, got {doc['inconclusive']!r}", source=str(path), key="inconclusive"
+        )
     return doc
 
 
@@ -102,6 +108,11 @@ def results_of(merged: dict[str, Any]) -> list[ScenarioResult]:
         ScenarioResult.model_validate({k: v for k, v in s.items() if k != "outcome"})
         for s in scenarios_with_rows(merged)
     ]
+
+
+def failing(merged: dict[str, Any], results: Sequence[ScenarioResult]) -> list[ScenarioResult]:
+    """The results that fail the run, under the inconclusive mode the runs recorded."""
+    return [r for r in results if fails_run(r.outcome, merged["inconclusive"])]
 
 
 def outcome_counts(results: Sequence[ScenarioResult]) -> str:

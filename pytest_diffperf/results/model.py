@@ -25,6 +25,12 @@ ScenarioVerdict = Literal["pass", "fail", "inconclusive", "unguarded", "unjudged
 Outcome = Literal["pass", "fail", "inconclusive", "error", "skipped", "unguarded", "unjudged"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 FAILING: frozenset[Outcome] = frozenset({"fail", "error"})
+InconclusiveMode = Literal["report", "fail"]  # --diffperf-inconclusive, recorded in the results file
+
+
+def fails_run(outcome: Outcome, inconclusive: InconclusiveMode) -> bool:
+    """Whether an outcome fails the run: "fail" and "error" always, "inconclusive" when the run says so."""
+    return outcome in FAILING or (outcome == "inconclusive" and inconclusive == "fail")
 
 
 def combine(verdict: ScenarioVerdict, consistency: ConsistencyStatus | None) -> Outcome:

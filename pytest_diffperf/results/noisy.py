@@ -1,6 +1,6 @@
 """Static mode judged with the run's noise: the limit engine's checks, each timing check as an interval.
 
-The limit engine (:func:`.verdict.judge_scenario`) judges the pooled requests of every attempt
+The limit engine (:func:`.verdict.judge_limits`) judges the pooled requests of every attempt
 as before; its memory checks and missing measurements stay deterministic. Each timing check is
 then judged by :mod:`pytest_diffperf.verdicts.static` on its samples per attempt (fresh server):
 ``fail`` when its whole interval lies above the limit, ``pass`` at or below it, else
@@ -20,12 +20,11 @@ from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline, Tolerances
 from ..verdicts.attribution import Attribution, Change, attribute
 from ..verdicts.metrics import stage_of
-from ..verdicts.static import StaticPolicy, StaticResult, judge_scenario, remeasure, scenario_verdict
+from ..verdicts.static import StaticPolicy, StaticResult, judge_static_checks, remeasure, scenario_verdict
 from .ab import attribution_record
 from .model import NoiseRecord, NoisyCheckRecord, ScenarioResult
 from .tables import format_failures
-from .verdict import PERF_PREFIX
-from .verdict import judge_scenario as judge_limits
+from .verdict import PERF_PREFIX, judge_limits
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def judge_noisy(
     host_anon: bool = True,
 ) -> NoisyJudgement:
     """Judge the attempts so far; ``remeasure`` follows :func:`pytest_diffperf.verdicts.static.remeasure`.
-    ``kinds``, ``vram``, ``host_anon``: the checks judged, as :func:`.verdict.judge_scenario`'s."""
+    ``kinds``, ``vram``, ``host_anon``: the checks judged, as :func:`.verdict.judge_limits`'s."""
     measurement = pooled(attempts)
     engine = limits.evaluate(
         baseline, measurement, tolerances, preset, step_fractions=step_fractions, vram=vram, host_anon=host_anon
@@ -79,7 +78,7 @@ def judge_noisy(
         engine = [r for r in engine if r.check.kind in kinds]
     per_attempt = [limits.samples(m) for m in attempts]
     samples = {r.check.name: [a.get(r.check.name, []) for a in per_attempt] for r in engine}
-    noisy = judge_scenario([r.check for r in engine], samples, policy, denoising=measurement.denoising_stages)
+    noisy = judge_static_checks([r.check for r in engine], samples, policy, denoising=measurement.denoising_stages)
     result = judge_limits(
         scenario_id, baseline, measurement, tolerances, preset, step_fractions,
         kinds=kinds, vram=vram, host_anon=host_anon,

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..protocol import DENOISING_STAGE
 from .model import OUTCOMES, CheckRecord, ScenarioResult
 from .provenance import Provenance
 from .tables import MEMORY_KINDS, change, e2e_of, failing_checks, limiting_text, noise_text, num, pct, reason
@@ -41,7 +42,7 @@ def stage_of(check: CheckRecord, result: ScenarioResult) -> str:
     if check.kind == "stage":
         return check.name.removeprefix("stage[").removesuffix("]")
     if check.kind in DENOISE_KINDS:
-        return "DenoisingStage"
+        return DENOISING_STAGE
     if check.kind in MEMORY_KINDS:
         return "-"
     grown = [

@@ -91,7 +91,7 @@ def check_record(r: limits.CheckResult) -> CheckRecord:
     )  # fmt: skip
 
 
-def judge_scenario(
+def judge_limits(
     scenario_id: str,
     baseline: ScenarioBaseline,
     measurement: Measurement,

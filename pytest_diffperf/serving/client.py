@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 VIDEO_POLL_S = 1.0  # as SGLang's harness polls a video job
 TERMINAL_FAILURES = ("failed", "cancelled", "deleted")
-IMAGE_EXTENSIONS = {"png": "png", "jpeg": "jpg", "jpg": "jpg", "webp": "webp"}
 DOWNLOAD_ATTEMPTS = 3
 DOWNLOAD_TIMEOUT_S = 60.0
 
@@ -194,7 +193,7 @@ def _image(base_url: str, case: Case, deadline: float) -> Output:
     ext = image_extension(data)
     if ext is None:
         raise RequestError(f"image {request_id} is not PNG, JPEG or WebP (starts with {data[:12]!r})")
-    asked = IMAGE_EXTENSIONS.get((case.output_format or "").lower())
+    asked = protocol.IMAGE_FORMAT_EXTS.get((case.output_format or "").lower())
     if asked and ext != asked:
         raise RequestError(f"image {request_id} is {ext}, asked for output_format {case.output_format}")
     return Output(request_id, "image", data, ext)

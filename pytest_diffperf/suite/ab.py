@@ -17,6 +17,7 @@ from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
+from ..results.model import InconclusiveMode
 from ..serving.ab import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
 from ..serving.launchers import Launcher, ServerSpec
 from ..serving.pool import ServerPool
@@ -28,7 +29,6 @@ from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_p
 from ..verdicts.static import StaticPolicy
 from .options import Settings
 
-InconclusiveMode = Literal["report", "fail"]
 NoiseMode = Literal["auto", "on", "off"]
 C = TypeVar("C", bound=str)
 NOISE_PRIORS_MEASURED_ON = frozenset({"cpu"})  # the runner classes the default priors were measured on

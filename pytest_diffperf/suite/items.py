@@ -19,18 +19,19 @@ from ..perf.limits import CheckKind
 from ..perf.measurement import Measurement
 from ..perf.schema import Tolerances
 from ..results.ab import judge_ab
-from ..results.model import ScenarioResult
+from ..results.model import ScenarioResult, fails_run
 from ..results.noisy import judge_noisy, pooled
 from ..results.verdict import (
     E2E_AND_LOAD,
     ScenarioFailure,
-    judge_scenario,
+    judge_limits,
     judged_values,
     measurement_of,
     missing_baseline_message,
     missing_case_message,
     request_rows,
 )
+from ..serving.client import Output
 from ..serving.measure import Sample, measure
 from ..serving.process import ServerProcess
 from .ab import ABRun
@@ -106,17 +107,7 @@ class ScenarioItem(pytest.Item):
             if self.server is not None:  # the server that failed: for the results file
                 self.user_properties.append((SERVER_PROPERTY, json.dumps(self.server.info())))
             raise
-        failure = None
-        if self._compares():
-            assert session.consistency is not None
-            assert session.thresholds is not None
-            result.consistency, failure = check_case_output(
-                self.case, samples[0].output, session.consistency, session.thresholds
-            )
-        self._report(result)
-        fails = result.verdict == "fail" or (result.verdict == "inconclusive" and session.inconclusive == "fail")
-        messages = [result.message] if fails else []
-        messages += [str(failure)] if failure else []
+        messages = self._judged(session, result, samples[0].output)
         if messages:
             raise ScenarioFailure("\n\n".join(messages) + f"\n\n{self.server.log_section()}")
         if result.verdict == "unguarded":
@@ -149,7 +140,7 @@ class ScenarioItem(pytest.Item):
                     session, samples, measurement, tolerances, measure_s, kinds=kinds, vram=vram, host_anon=host_anon
                 )
             else:
-                result = judge_scenario(
+                result = judge_limits(
                     self.name, self.baseline, measurement, tolerances, session.preset, step_fractions,
                     kinds=kinds, vram=vram, host_anon=host_anon,
                 )  # fmt: skip
@@ -212,20 +203,23 @@ class ScenarioItem(pytest.Item):
             )
         finally:
             servers.close()
-        result, failure = judged.result, None
-        if self._compares() and judged.output is not None:
-            assert session.consistency is not None
-            assert session.thresholds is not None
-            result.consistency, failure = check_case_output(
-                self.case, judged.output, session.consistency, session.thresholds
-            )
-        self._report(result)
-        fails = result.verdict == "fail" or (result.verdict == "inconclusive" and session.inconclusive == "fail")
-        messages = [result.message] if fails else []
-        messages += [str(failure)] if failure else []
+        messages = self._judged(session, judged.result, judged.output)
         if messages:
             logs = "\n".join(f"{s['side']} server {s['process_pair'] + 1}: {s['log']}" for s in servers.started)
             raise ScenarioFailure("\n\n".join(messages) + f"\n\nserver logs:\n{logs}")
+
+    def _judged(self, session: DiffperfSession, result: ScenarioResult, output: Output | None) -> list[str]:
+        """Compare the output with ground truth where the case asks, report the result; the messages the
+        test fails with (none: it passes)."""
+        failure = None
+        if self._compares() and output is not None:
+            assert self.case is not None
+            assert session.consistency is not None
+            assert session.thresholds is not None
+            result.consistency, failure = check_case_output(self.case, output, session.consistency, session.thresholds)
+        self._report(result)
+        messages = [result.message] if fails_run(result.verdict, session.inconclusive) else []
+        return messages + ([str(failure)] if failure else [])
 
     def _report(self, result: ScenarioResult) -> None:
         """The result for the collector (the whole of it) and for JUnit (the judged numbers, the outcome)."""

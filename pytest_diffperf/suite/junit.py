@@ -62,11 +62,11 @@ class JUnitResults:
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        ds = get_session(self.config)
+        diffperf_session = get_session(self.config)
         collector = self._collector()
-        if ds is None or collector is None:
+        if diffperf_session is None or collector is None:
             return
-        for name, value in collector.provenance(ds).pairs():
+        for name, value in collector.provenance(diffperf_session).pairs():
             self.xml.add_global_property(f"diffperf_{name}", value)
         if collector.json_path is not None:
             self.xml.add_global_property("diffperf_results", str(collector.json_path))

@@ -138,9 +138,10 @@ OPTIONS = (
 
 @dataclass(frozen=True)
 class Settings:
-    """The plugin's configuration for one pytest run."""
+    """The plugin's configuration for one pytest run: a field per option, named by its dest (``--diffperf``'s:
+    ``profile``)."""
 
-    diffperf: str | None
+    profile: str | None
     diffperf_baselines: Path | None
     diffperf_hardware: str | None
     diffperf_cases: Path | None
@@ -187,10 +188,6 @@ class Settings:
     regen_force: bool = False
     regen_description: str | None = None
 
-    @property
-    def profile(self) -> str | None:
-        return self.diffperf
-
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("diffperf", "diffusion serving performance regressions")
@@ -225,6 +222,7 @@ def read_settings(config: pytest.Config) -> Settings:
     for name in ("diffperf_startup_timeout", "diffperf_request_timeout", "diffperf_progress_every"):
         values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
     values["diffperf_log_tail"] = _count(values["diffperf_log_tail"], "--diffperf-log-tail")
+    values["profile"] = values.pop("diffperf")
     return Settings(**values)  # type: ignore[arg-type]
 
 

@@ -110,8 +110,8 @@ class ResultsCollector:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(session.config, "workerinput") or not self.results:
             return  # xdist workers report through the controller
-        ds = get_session(session.config)
-        document = self.document(ds)
+        diffperf_session = get_session(session.config)
+        document = self.document(diffperf_session)
         if self.json_path:
             self.json_path.parent.mkdir(parents=True, exist_ok=True)
             self.json_path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
@@ -121,20 +121,20 @@ class ResultsCollector:
             from ..consistency.artifacts import write_summary  # numpy and PIL: loaded only by runs that compared
 
             write_summary(compared, self.artifacts_dir)
-        results = self.ordered(ds)
+        results = self.ordered(diffperf_session)
         provenance = document.get("provenance")
         append_step_summary(markdown(results, self.header, provenance))
-        if ds is not None:
-            self._history_and_html(ds, session.config, document, results)
+        if diffperf_session is not None:
+            self._history_and_html(diffperf_session, session.config, document, results)
 
     def _history_and_html(
-        self, ds: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
+        self, session: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
     ) -> None:
         try:
-            if ds.settings.diffperf_history is not None:
-                self.written.append(f"diffperf history: {history.save(ds.settings.diffperf_history, document)}")
-            if ds.settings.diffperf_html is not None:
-                self.written.append(f"diffperf report: {write_html(ds, config, document, results)}")
+            if session.settings.diffperf_history is not None:
+                self.written.append(f"diffperf history: {history.save(session.settings.diffperf_history, document)}")
+            if session.settings.diffperf_html is not None:
+                self.written.append(f"diffperf report: {write_html(session, config, document, results)}")
         except DiffperfError as exc:
             self.written.append(f"diffperf: error: {exc}")
 

@@ -20,13 +20,14 @@ from ..perf.baselines import BaselineSet, load_baselines, select_scenarios
 from ..perf.limits import Preset, get_preset
 from ..perf.lint import lint_baselines
 from ..platforms import checks_host_anon, checks_vram, device_env_var
+from ..results.model import InconclusiveMode
 from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
 from ..serving.pool import ServerPool
 from ..sglang.source import is_sglang_source
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, assign, parse_shard, server_groups
 from ..verdicts.static import StaticPolicy
-from .ab import ABRun, InconclusiveMode, ab_run, inconclusive_mode, noise_priors, static_policy
+from .ab import ABRun, ab_run, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
 from .logdir import log_dir
 from .options import Settings, ground_truth_requested, read_settings
@@ -151,6 +152,7 @@ class DiffperfSession:
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
             "suites": ",".join(self.case_source["suites"]) if self.case_source else None,
             "launcher": self.launcher.name,
+            "inconclusive": self.inconclusive,
             "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,
             "consistency": self.consistency.describe() if self.consistency else "off (no ground-truth folder)",
             "base": self.ab.sides["base"].spec.text if self.ab else None,

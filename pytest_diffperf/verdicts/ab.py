@@ -1,6 +1,6 @@
 """A/B analysis: per-metric ratios, intervals and verdicts, the scenario's verdict and its stage attribution.
 
-:func:`judge` does the work on arrays (leading axes: runs, e.g. a benchmark's trials);
+:func:`judge_ab_metrics` does the work on arrays (leading axes: runs, e.g. a benchmark's trials);
 :func:`analyse` is the same for one run of :class:`ProcessPairSamples`, and :func:`run` drives an
 :class:`~pytest_diffperf.verdicts.design.ABDesign` with a callback that measures one process pair.
 """
@@ -55,7 +55,7 @@ def metric_z(policy: VerdictPolicy, spec: MetricSpec, gated_weight: float, looks
     return z_value(look_alpha(policy.alpha, share, looks, look, policy.spending))
 
 
-def judge(
+def judge_ab_metrics(
     log_ratios: Mapping[str, FloatArray],
     policy: VerdictPolicy,
     design: ABDesign,
@@ -233,7 +233,7 @@ def analyse(
     policy = VerdictPolicy() if policy is None else policy
     denoising = frozenset().union(*(p.denoising for p in pairs)) or denoising
     measured = _metrics(pairs)
-    j = judge({name: m.log_ratios for name, m in measured.items()}, policy, design, denoising)
+    j = judge_ab_metrics({name: m.log_ratios for name, m in measured.items()}, policy, design, denoising)
     metrics: dict[str, MetricResult] = {}
     for name, spec in j.specs.items():
         base, cand = measured[name].base, measured[name].candidate

@@ -171,7 +171,7 @@ def judge_static(check: Check, samples: Sequence[Sequence[float]], noise: Static
     )
 
 
-def judge_scenario(
+def judge_static_checks(
     checks: Sequence[Check],
     samples: Mapping[str, Sequence[Sequence[float]]],
     policy: StaticPolicy | None = None,

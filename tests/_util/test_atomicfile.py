@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,17 @@ def test_write_atomic_keeps_mode_and_writes_through_symlinks(tmp_path: Path):
 
 def test_update_passes_current_content_and_none_leaves_the_file(tmp_path: Path):
     path = tmp_path / "f.json"
-    seen = []
-    assert atomicfile.update(path, lambda cur: seen.append(cur) or "1") is True
-    assert atomicfile.update(path, lambda cur: seen.append(cur) or None) is False
+    seen: list[bytes | None] = []
+
+    def seeing(new: str | None) -> Callable[[bytes | None], str | None]:
+        def change(cur: bytes | None) -> str | None:
+            seen.append(cur)
+            return new
+
+        return change
+
+    assert atomicfile.update(path, seeing("1")) is True
+    assert atomicfile.update(path, seeing(None)) is False
     assert seen == [None, b"1"] and path.read_text() == "1"
     assert atomicfile.lock_path(path) == tmp_path / ".f.json.lock"
 
@@ -52,7 +61,11 @@ def test_concurrent_updates_all_land(tmp_path: Path):
     path.write_text("[]")
 
     def add(n: int) -> None:
-        atomicfile.update(path, lambda cur: json.dumps(json.loads(cur) + [n]))
+        def append(cur: bytes | None) -> str:
+            assert cur is not None  # the file exists
+            return json.dumps(json.loads(cur) + [n])
+
+        atomicfile.update(path, append)
 
     threads = [threading.Thread(target=add, args=(n,)) for n in range(20)]
     for t in threads:

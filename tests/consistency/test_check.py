@@ -196,7 +196,12 @@ def test_gt_embeddings_are_cached_and_frames_batched(make_cfg, gt_dir, monkeypat
     embedder = clip.get_embedder(make_cfg().clip_model, "none")
     batches: list[int] = []
     real = embedder.embed
-    monkeypatch.setattr(embedder, "embed", lambda fs: batches.append(len(fs)) or real(fs))
+
+    def embed(fs):
+        batches.append(len(fs))
+        return real(fs)
+
+    monkeypatch.setattr(embedder, "embed", embed)
     check_output("vid", 1, True, "mp4", frames, VIDEO_T, make_cfg())
     assert batches == [6]  # 3 outputs + 3 GT frames, one batch
     assert len(list((gt_dir / ".clip-cache").glob("*.npy"))) == 3

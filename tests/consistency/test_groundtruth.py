@@ -48,11 +48,14 @@ def test_manifest_round_trip_and_integrity(gt_dir):
     a, b = gt_dir / "a.png", gt_dir / "cpu" / "b.png"
     groundtruth.write(gt_dir, {a: b"aaa", b: b"bbb"})
     recorded = manifest.load(gt_dir)
+    assert recorded is not None
     assert sorted(recorded.files) == ["a.png", "cpu/b.png"]
     assert manifest.integrity_problem(gt_dir, recorded, a, manifest.sha256(b"aaa")) is None
     problem = manifest.integrity_problem(gt_dir, recorded, a, manifest.sha256(b"tampered"))
+    assert problem is not None
     assert str(a) in problem and manifest.sha256(b"aaa") in problem and manifest.sha256(b"tampered") in problem
-    assert "is not listed" in manifest.integrity_problem(gt_dir, recorded, gt_dir / "new.png", "0" * 64)
+    unlisted = manifest.integrity_problem(gt_dir, recorded, gt_dir / "new.png", "0" * 64)
+    assert unlisted is not None and "is not listed" in unlisted
     assert not list(gt_dir.rglob("*.tmp"))  # atomic writes leave no temporary files
 
 
@@ -84,7 +87,8 @@ def test_concurrent_updates_keep_every_entry(gt_dir):
     for p in procs:
         p.join(30)
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
-    assert len(manifest.load(gt_dir).files) == 20
+    loaded = manifest.load(gt_dir)
+    assert loaded is not None and len(loaded.files) == 20
 
 
 def test_record_command(gt_dir, capsys):

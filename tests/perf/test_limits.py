@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -254,7 +255,7 @@ def test_step_sampling_uses_the_measured_step_count(fixture_set, tol):
 
 def test_denoising_role_from_the_measurement(fixture_set, tol):
     scenario = fixture_set.scenarios["img_t2i"]
-    kw = dict(step_fractions=[0], is_video=False, num_frames=None)
+    kw: dict[str, Any] = dict(step_fractions=[0], is_video=False, num_frames=None)
     default = {c.name: c.rel for c in plan_checks(scenario, tol, SGLANG, **kw)}
     flagged = {c.name: c.rel for c in plan_checks(scenario, tol, SGLANG, denoising_stages={"TextEncodingStage"}, **kw)}
     assert default["stage[DenoisingStage]"] == 0.25 and default["stage[TextEncodingStage]"] == 0.8

@@ -24,6 +24,12 @@ URL = "https://example.invalid/inputs/kitten.jpg"  # never fetched: a dry run do
 PORT_FLAGS = ("--port", "--scheduler-port", "--master-port")
 
 
+def fullmatch(pattern: str, text: str) -> re.Match[str]:
+    match = re.fullmatch(pattern, text)
+    assert match is not None, text
+    return match
+
+
 def plans(out: str) -> dict[str, list[str]]:
     """The dry-run section's blocks, by scenario: the title's parenthesis first, then the block's lines."""
     section = out.split(" diffperf dry run ", 1)[1].split("\n=", 1)[0]
@@ -31,7 +37,7 @@ def plans(out: str) -> dict[str, list[str]]:
     found = {}
     for block in blocks:
         title, *lines = block.splitlines()
-        scenario, where = re.fullmatch(r"(\S+) \((.*)\)", title).groups()
+        scenario, where = fullmatch(r"(\S+) \((.*)\)", title).groups()
         found[scenario] = [where, *lines]
     return found
 
@@ -95,7 +101,9 @@ def test_each_scenario_is_planned_and_skipped_and_nothing_starts(pytester, cases
     spec = ServerSpec.for_case(by_id["a"], "reference")
     assert command == ReferenceLauncher().server_command(spec, ports_of(command))  # the pool's own command
     assert command[:4] == [sys.executable, "-m", "pytest_diffperf.refserver", "serve"]
-    workdir = re.search(r"diffperf: server logs in (\S+)/server-N/", result.stdout.str()).group(1)
+    found_workdir = re.search(r"diffperf: server logs in (\S+)/server-N/", result.stdout.str())
+    assert found_workdir is not None, result.stdout.str()
+    workdir = found_workdir.group(1)
     assert a[2] == f"  env:     SGLANG_DIFFUSION_STAGE_LOGGING=1 SGLANG_PERF_LOG_DIR={workdir}/server-1"
     assert a[3] == f"  request: POST /v1/images/generations {json.dumps(request_body(by_id['a']))}"
     assert a[4:] == ["  requests: 0 warmup + 1 measured, 120 s each", "  judged:  every check of its baseline, profile pr_test"]  # fmt: skip
@@ -157,7 +165,7 @@ def test_xdist_workers_plan_their_servers_on_ports_of_their_own_ranges(pytester,
     found = plans(result.stdout.str())
     taken: dict[str, set[int]] = {}
     for scenario, block in found.items():
-        worker, start, stop = re.fullmatch(r"xdist worker (gw\d), ports (\d+)-(\d+)", block[0]).groups()
+        worker, start, stop = fullmatch(r"xdist worker (gw\d), ports (\d+)-(\d+)", block[0]).groups()
         ports = ports_of(server_line(block))
         used = {ports.http, ports.http + 1, ports.scheduler, ports.master}  # port + 1: the server's broker
         assert len(used) == 4, scenario

@@ -361,10 +361,10 @@ def run(bad: Bad, root: Path, pytester: pytest.Pytester | None, real_process: bo
         program = ["-m", "pytest"] if bad.entry == "pytest" else ["-m", "pytest_diffperf.cli"]
         env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
         env.pop("GITHUB_STEP_SUMMARY", None)
-        done = subprocess.run(
+        proc = subprocess.run(
             [sys.executable, *program, *bad.args], cwd=root, capture_output=True, text=True, env=env, check=False
         )
-        return done.returncode, done.stdout + done.stderr
+        return proc.returncode, proc.stdout + proc.stderr
     if bad.entry == "pytest":
         assert pytester is not None
         result = pytester.runpytest(*bad.args)

@@ -27,7 +27,7 @@ pytest.importorskip("openai")
 
 INPUT_IMAGE = Path(__file__).resolve().parents[2] / "data" / "inputs" / "hills_128.png"
 FAST = {"num_inference_steps": 2, "seed": 3}
-CASES = {
+CASES: dict[str, tuple[str, dict[str, object]]] = {
     "tiny_t2i": ("tiny/flux-t2i", {"prompt": "a red kite", "output_size": "128x128"}),
     "tiny_edit": ("tiny/flux-kontext-edit", {"prompt": "make it night", "image_path": str(INPUT_IMAGE)}),
     "tiny_t2v": ("tiny/wan-t2v", {"prompt": "waves", "output_size": "64x64", "num_frames": 5}),
@@ -118,7 +118,12 @@ def test_perf_dump_matches_sglangs_report(harness, monkeypatch, tmp_path):
     ctx = next(fixture)
     try:
         dump = tmp_path / "dump" / "perf.json"
-        body = {"prompt": "x", "size": "64x64", "num_inference_steps": 2, "perf_dump_path": str(dump)}
+        body: dict[str, str | int] = {
+            "prompt": "x",
+            "size": "64x64",
+            "num_inference_steps": 2,
+            "perf_dump_path": str(dump),
+        }
         resp = requests.post(f"http://127.0.0.1:{ctx.port}/v1/images/generations", json=body, timeout=120)
         assert resp.status_code == 200, resp.text
         ours = json.loads(dump.read_text())

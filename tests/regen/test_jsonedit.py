@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.regen.jsonedit import set_member
 
-DOC = {"metadata": {"a": 1}, "scenarios": {"x": {"v": [1, 2]}, "y": {"v": 2}}}
+DOC: dict[str, dict[str, Any]] = {"metadata": {"a": 1}, "scenarios": {"x": {"v": [1, 2]}, "y": {"v": 2}}}
 
 
 def test_replace_keeps_the_rest_byte_for_byte():

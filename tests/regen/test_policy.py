@@ -167,7 +167,7 @@ def pairs(draw):
 
 
 def numeric_leaves(entry: dict) -> dict[tuple[str, ...], float]:
-    out = {}
+    out: dict[tuple[str, ...], float] = {}
     for key, value in entry.items():
         for sub, leaf in value.items() if isinstance(value, dict) else [(None, value)]:
             if isinstance(leaf, (int, float)) and not isinstance(leaf, bool):

@@ -4,6 +4,7 @@ no URL leaving the page), every outcome, the A/B and noise intervals, the consis
 from __future__ import annotations
 
 import base64
+import importlib.util
 import re
 
 import pytest
@@ -63,7 +64,7 @@ def test_a_missing_image_is_said(tmp_path):
 
 
 def test_without_matplotlib_the_extra_is_named(monkeypatch):
-    monkeypatch.setattr(html.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # the module html.py imports
     with pytest.raises(DiffperfError) as info:
         html.require_matplotlib("--diffperf-html")
     assert str(info.value) == "--diffperf-html: the HTML report needs matplotlib: pip install 'pytest-diffperf[report]'"

@@ -99,6 +99,14 @@ def test_a_consistency_failure_fails_the_merge(files, capsys):
     assert "output: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95" in out
 
 
+def test_inconclusive_fails_the_merge_when_the_runs_said_so(files, capsys):
+    unsure = result("flux_tiny_t2i", "inconclusive", "the run's noise supports neither a pass nor a fail")
+    assert main(["merge", *files(doc(unsure), doc(result("sd_tiny_t2i"), shard="2/2"))]) == 0
+    strict = [doc(unsure, inconclusive="fail"), doc(result("sd_tiny_t2i"), shard="2/2", inconclusive="fail")]
+    assert main(["merge", *files(*strict)]) == 1
+    assert "2 scenarios: 1 pass, 1 inconclusive" in capsys.readouterr().out
+
+
 def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path):
     paths = files(doc(result("flux_tiny_t2i"), result("sd_tiny_t2i")))
     summary = tmp_path / "m.md"
@@ -125,6 +133,14 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
         (
             [doc(result("a")), doc(result("b"), hardware="h100")],
             "results-2.json: hardware: hardware is 'h100' here but 'cpu'",
+        ),
+        (
+            [doc(result("a")), doc(result("b"), inconclusive="fail")],
+            "results-2.json: inconclusive: inconclusive is 'fail' here but 'report' in {tmp}/results-1.json",
+        ),
+        (
+            [doc(result("a"), inconclusive="strict")],
+            "results-1.json: inconclusive: expected one of report, fail, got 'strict'",
         ),
         (
             ["{not json"],

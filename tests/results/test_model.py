@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pytest_diffperf.results.model import FAILING, ScenarioResult, combine
+from pytest_diffperf.results.model import FAILING, OUTCOMES, ScenarioResult, combine, fails_run
 
 
 @pytest.mark.parametrize(
@@ -40,6 +40,12 @@ def test_outcome_combines_both_halves(verdict, consistency, outcome):
     assert result.outcome == outcome
     assert result.document()["outcome"] == outcome
     assert (outcome in FAILING) == (outcome in ("fail", "error"))
+
+
+@pytest.mark.parametrize("outcome", OUTCOMES)
+def test_inconclusive_fails_the_run_only_when_the_run_says_so(outcome):
+    assert fails_run(outcome, "report") == (outcome in ("fail", "error"))
+    assert fails_run(outcome, "fail") == (outcome in ("fail", "error", "inconclusive"))
 
 
 @pytest.mark.parametrize("verdict", ["FAIL", "failed", "ERROR", "", "regressed"])

@@ -3,7 +3,7 @@ closest), A/B and noise intervals, the reason of every scenario that did not pas
 
 from __future__ import annotations
 
-from pytest_diffperf.results.model import OUTCOMES
+from pytest_diffperf.results.model import OUTCOMES, ScenarioResult
 from pytest_diffperf.results.tables import SUMMARY_HEADER, limiting, summary_table
 from tests.support.reports import check, results
 
@@ -31,15 +31,19 @@ def test_summary_rows(tmp_path):
     assert {row[1] for row in table[1:]} <= set(OUTCOMES)
 
 
-def test_memory_limits_only_when_it_fails_or_is_closest():
-    from pytest_diffperf.results.model import ScenarioResult
+def limiting_name(result: ScenarioResult) -> str:
+    found = limiting(result)
+    assert found is not None, result
+    return found.name
 
+
+def test_memory_limits_only_when_it_fails_or_is_closest():
     time_first = ScenarioResult(scenario="a", verdict="pass", checks=[
         check("e2e", "e2e", 1050.0, 1000.0, 1100.0), check("mem", "vram", 1020.0, 1000.0, 1100.0)])  # fmt: skip
-    assert limiting(time_first).name == "e2e"
+    assert limiting_name(time_first) == "e2e"
     closer = ScenarioResult(scenario="a", verdict="pass", checks=[
         check("e2e", "e2e", 1000.0, 1000.0, 1100.0), check("mem", "vram", 1090.0, 1000.0, 1100.0)])  # fmt: skip
-    assert limiting(closer).name == "mem"
+    assert limiting_name(closer) == "mem"
     tie = ScenarioResult(scenario="a", verdict="pass", checks=[
         check("mem", "vram", 1050.0, 1000.0, 1100.0), check("e2e", "e2e", 1050.0, 1000.0, 1100.0)])  # fmt: skip
-    assert limiting(tie).name == "e2e"
+    assert limiting_name(tie) == "e2e"

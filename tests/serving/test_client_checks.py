@@ -74,7 +74,8 @@ class Served:
     """A one-route HTTP server on 127.0.0.1 for client tests: answers from ``routes``, counts requests."""
 
     def __init__(self, routes):
-        self.routes, self.hits = routes, []
+        self.routes = routes
+        self.hits: list[tuple[str, str]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -94,10 +94,15 @@ def test_reference_server_takes_sglangs_flags_and_leaves_health_out_of_its_acces
         assert requests.get(server.base_url + "/v1/models", timeout=30).status_code == 200
         case = Case(id="w", model="tiny/flux-t2i", task="text-to-image", prompt="p", width=64, height=64,
                     num_inference_steps=2, perf_warmup_requests=1)  # fmt: skip
-        waited = []
+        waited: list[str] = []
         real = runner.perflog.wait_for_record
+
+        def waiting(*a):
+            waited.append(a[1])
+            return real(*a)
+
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(runner.perflog, "wait_for_record", lambda *a: waited.append(a[1]) or real(*a))
+            patch.setattr(runner.perflog, "wait_for_record", waiting)
             samples = runner.measure(server, launcher, case, timeout=120)
         assert len(waited) == 2
         assert waited[1] == samples[0].output.request_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -155,7 +156,7 @@ def test_gpu_cases_outside_the_package_layout_is_refused(tmp_path):
 def test_the_installed_package_missing_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(sys, "path", [p for p in sys.path if "sglang" not in p])
     with pytest.raises(DiffperfError, match=r"the sglang package is not installed: pass a path to gpu_cases\.py"):
-        load_cases("sglang")
+        load_cases(Path("sglang"))
 
 
 def test_an_unknown_model_names_the_model_and_how_to_add_it(tmp_path, monkeypatch):

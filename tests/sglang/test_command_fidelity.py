@@ -9,6 +9,7 @@ the scheduler and master ports, taken from the worker's range.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -53,14 +54,14 @@ def sglang_command(harness, monkeypatch, tmp_path):
 
 def test_every_converted_h100_case_starts_the_command_and_env_sglang_starts(h100_file, sglang_cases, sglang_command):
     launcher = Launcher()
-    flags = set()
+    flags: set[str] = set()
     for case in h100_file.cases:
         command, env = sglang_command(sglang_cases[case.id])
         spec = ServerSpec.for_case(case, "sglang")
         ours = launcher.server_command(spec, PORTS)
         assert ours[-4:] == ["--scheduler-port", "31240", "--master-port", "31250"], case.id
         assert ours[:-4] == command, case.id
-        ours_env = launcher.env(spec, perf_dir=os.path.abspath("perf"))
+        ours_env = launcher.env(spec, perf_dir=Path("perf").absolute())
         assert {**ours_env, protocol.PERF_LOG_DIR_ENV: "-"} == {**env, protocol.PERF_LOG_DIR_ENV: "-"}, case.id
         flags.update(arg for arg in command if arg.startswith("--"))
     # the comparison covered the fixture's every kind of flag
@@ -85,7 +86,7 @@ def test_cache_dit_and_env_vars_reach_the_server_environment(h100_file, sglang_c
     assert env["SGLANG_CACHE_DIT_WARMUP"] == "2"
     spec = ServerSpec.for_case(cases["wan2_1_t2v_1_3b_cache_dit_sp_only_2gpu"], "sglang")
     assert {"SGLANG_CACHE_DIT_ENABLED": "true", "SGLANG_CACHE_DIT_WARMUP": "2"}.items() <= Launcher().env(
-        spec, perf_dir="/p"
+        spec, perf_dir=Path("/p")
     ).items()
 
 

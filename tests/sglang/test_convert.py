@@ -39,7 +39,7 @@ def test_image_to_video_without_a_prompt_sends_neither_prompt_nor_frames(configs
 def test_cases_the_plugin_cannot_send_say_why(configs, modality, sampling, reason):
     converted = convert(make(configs, modality, **sampling))
     assert converted.case is None
-    assert converted.reason.startswith(reason)
+    assert converted.reason is not None and converted.reason.startswith(reason)
 
 
 def test_values_that_do_not_fit_a_case_field_stay_request_extras(configs):

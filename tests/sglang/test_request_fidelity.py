@@ -66,7 +66,9 @@ def capture(harness, input_image, monkeypatch):
         def post(url, **kwargs):
             kwargs.pop("timeout")
             prepared = requests.Request("POST", url, **kwargs).prepare()
-            seen.append(decode(prepared.path_url, prepared.headers["Content-Type"], prepared.body))
+            content_type, content = prepared.headers["Content-Type"], prepared.body
+            assert isinstance(content_type, str) and isinstance(content, bytes)  # requests encodes JSON and multipart
+            seen.append(decode(prepared.path_url, content_type, content))
             raise Captured
 
         with pytest.MonkeyPatch.context() as patch:

@@ -33,10 +33,16 @@ def test_the_option_wins_over_the_environment_and_empty_means_unmanaged():
 def test_worker_slices_and_port_ranges_are_disjoint(workers):
     devices = tuple(str(d) for d in range(8))
     shares = [device_share(devices, "CUDA_VISIBLE_DEVICES", workers, f"gw{i}") for i in range(workers)]
-    used = [d for s in shares for d in s.devices]
+    slices: list[tuple[str, ...]] = []
+    port_ranges: list[range] = []
+    for s in shares:
+        assert s.devices is not None and s.ports is not None  # a worker's share is managed
+        slices.append(s.devices)
+        port_ranges.append(s.ports)
+    used = [d for devs in slices for d in devs]
     assert len(used) == len(set(used)) == 8 // workers * workers
-    assert all(len(s.devices) == 8 // workers for s in shares)
-    ports = [p for s in shares for p in s.ports]
+    assert all(len(devs) == 8 // workers for devs in slices)
+    ports = [p for r in port_ranges for p in r]
     assert len(ports) == len(set(ports)) and set(ports) <= set(WORKER_PORTS)
     assert shares[-1].env(1) == {"CUDA_VISIBLE_DEVICES": devices[(workers - 1) * (8 // workers)]}
 

@@ -16,8 +16,10 @@ Also here: ``decode``, which parses a captured request the way the server parses
 from __future__ import annotations
 
 import contextlib
+import email.message
 import email.parser
 import email.policy
+import email.utils
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -179,9 +181,11 @@ def decode(path: str, content_type: str, content: bytes) -> Body:
     fields: dict[str, Any] = {}
     files: dict[str, str] = {}
     for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
+        name = _disposition_param(part, "name")
         payload = part.get_payload(decode=True)
-        if part.get_param("filename", header="content-disposition") is not None:
+        if name is None or not isinstance(payload, bytes):
+            raise AssertionError(f"unexpected multipart part {part.items()!r}: a field needs a name and a body")
+        if _disposition_param(part, "filename") is not None:
             files[FILE_FIELDS.get(name, name)] = hashlib.sha256(payload).hexdigest()
         else:
             text = payload.decode()
@@ -190,6 +194,12 @@ def decode(path: str, content_type: str, content: bytes) -> Body:
             except json.JSONDecodeError:
                 fields[name] = text
     return Body(path, _without_none(fields), files, multipart=True)
+
+
+def _disposition_param(part: email.message.Message, param: str) -> str | None:
+    """A Content-Disposition parameter; an RFC 2231 one (``name*=utf-8''...``) decoded, as servers do."""
+    value = part.get_param(param, header="content-disposition")
+    return email.utils.collapse_rfc2231_value(value) if isinstance(value, tuple) else value
 
 
 def _without_none(fields: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_diffperf.verdicts.ab import ProcessPairSamples, analyse, judge, run
+from pytest_diffperf.verdicts.ab import ProcessPairSamples, analyse, judge_ab_metrics, run
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import VerdictPolicy, request_metrics
 from pytest_diffperf.verdicts.vocab import VERDICTS
@@ -162,6 +162,11 @@ def test_run_uses_the_design_schedule():
     assert all(orders == design.orders(i) and start == design.start_order(i) for i, orders, start in seen)
 
 
+def _load_log(pair: ProcessPairSamples) -> float:
+    assert pair.base_load_ms is not None and pair.candidate_load_ms is not None  # FakePipeline reports both
+    return math.log(pair.candidate_load_ms / pair.base_load_ms)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_run_agrees_with_the_vectorised_path(seed):
     """The benchmark's path (judge over look prefixes + stop_looks) gives run()'s verdict and stop."""
@@ -175,9 +180,14 @@ def test_run_agrees_with_the_vectorised_path(seed):
         n: np.array([[math.log(c[n] / b[n]) for b, c in zip(p.base, p.candidate, strict=True)] for p in pairs])
         for n in names
     }
-    logs["load"] = np.array([[math.log(p.candidate_load_ms / p.base_load_ms)] for p in pairs])
+    logs["load"] = np.array([[_load_log(p)] for p in pairs])
     codes = np.array(
-        [[judge({n: d[: k + 1] for n, d in logs.items()}, VerdictPolicy(), design).scenario for k in range(5)]]
+        [
+            [
+                judge_ab_metrics({n: d[: k + 1] for n, d in logs.items()}, VerdictPolicy(), design).scenario
+                for k in range(5)
+            ]
+        ]
     )
     stop, final = design.stop_looks(codes.astype(np.int8))
     assert (int(stop[0]), VERDICTS[int(final[0])]) == (result.process_pairs, result.verdict)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_diffperf.verdicts.ab import judge
+from pytest_diffperf.verdicts.ab import judge_ab_metrics
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import VerdictPolicy
 from pytest_diffperf.verdicts.vocab import REGRESSED, UNCHANGED
@@ -29,7 +29,10 @@ def simulate(denoise_effect: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     e2e = np.log(0.7 * np.exp(denoise) + 0.3 * np.exp(other))  # denoise is 70 % of e2e
     logs = {"e2e": e2e, DENOISE: denoise}
     codes = np.stack(
-        [judge({n: d[:, : j + 1] for n, d in logs.items()}, VerdictPolicy(), DESIGN).scenario for j in range(k)],
+        [
+            judge_ab_metrics({n: d[:, : j + 1] for n, d in logs.items()}, VerdictPolicy(), DESIGN).scenario
+            for j in range(k)
+        ],
         axis=1,
     )
     return DESIGN.stop_looks(codes)

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.protocol import PerfRecord
-from pytest_diffperf.verdicts.ab import judge
+from pytest_diffperf.verdicts.ab import judge_ab_metrics
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import (
     SEQUENTIAL_NOISE,
@@ -82,8 +82,8 @@ def test_one_at_a_time_priors_widen_what_side_by_side_priors_call_a_change():
     design = ABDesign(request_pairs=1, max_process_pairs=2, max_requests=4)
     policy = VerdictPolicy()
     sequential = one_at_a_time(policy)
-    assert VERDICTS[int(judge(d, policy, design).scenario)] == "improved"
-    assert VERDICTS[int(judge(d, sequential, design).scenario)] == "inconclusive"
+    assert VERDICTS[int(judge_ab_metrics(d, policy, design).scenario)] == "improved"
+    assert VERDICTS[int(judge_ab_metrics(d, sequential, design).scenario)] == "inconclusive"
     assert sequential.e2e.noise == sequential.denoising_stage.noise == SEQUENTIAL_NOISE
     assert (sequential.e2e.tolerance, sequential.e2e.weight) == (policy.e2e.tolerance, policy.e2e.weight)
     assert sequential.load == policy.load  # a fresh process loads alike in both modes

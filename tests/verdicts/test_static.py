@@ -15,8 +15,8 @@ from pytest_diffperf.verdicts.static import (
     StaticPolicy,
     forecast,
     go_on,
-    judge_scenario,
     judge_static,
+    judge_static_checks,
     remeasure,
     scenario_verdict,
 )
@@ -106,15 +106,15 @@ def samples(factor: float, processes: int = 1) -> dict[str, list[list[float]]]:
 def test_scenario_with_the_engines_checks():
     checks = scenario_and_checks()
     policy = StaticPolicy()
-    results = judge_scenario(checks, samples(3.0), policy)
+    results = judge_static_checks(checks, samples(3.0), policy)
     timing = [c for c in checks if c.unit == "ms"]
     assert [r.check.name for r in results] == [c.name for c in timing]  # memory checks stay deterministic
     assert scenario_verdict(results) == "fail"
-    assert scenario_verdict(judge_scenario(checks, samples(1.0), policy)) == "inconclusive"
+    assert scenario_verdict(judge_static_checks(checks, samples(1.0), policy)) == "inconclusive"
     loose = StaticPolicy(
         e2e=StaticNoise(0.01, 0.01, 0.05), denoise=StaticNoise(0.01, 0.01, 0.05), stage=StaticNoise(0.01, 0.01, 0.05)
     )
-    assert scenario_verdict(judge_scenario(checks, samples(1.0), loose)) == "pass"
+    assert scenario_verdict(judge_static_checks(checks, samples(1.0), loose)) == "pass"
     assert "e2e: fail: " in results[0].text()
     assert "vs limit 500.00 ms" in results[0].text()
 
@@ -122,7 +122,7 @@ def test_scenario_with_the_engines_checks():
 def test_checks_without_samples_or_baseline_are_left_to_the_engine():
     checks = scenario_and_checks()
     partial = {"e2e": [[400.0] * 10]}
-    assert [r.check.name for r in judge_scenario(checks, partial)] == ["e2e"]
+    assert [r.check.name for r in judge_static_checks(checks, partial)] == ["e2e"]
     assert scenario_verdict([]) == "inconclusive"
 
 
@@ -147,17 +147,17 @@ def test_remeasure_rule():
     """Fails are re-measured; an inconclusive check only while the remaining attempts could decide it."""
     policy = StaticPolicy(max_attempts=3)
     check = e2e_check()  # limit 125 ms
-    far_above = judge_scenario([check], {"e2e": [[200.0] * 3]}, policy)  # [?, ?] above the limit at 3 attempts
+    far_above = judge_static_checks([check], {"e2e": [[200.0] * 3]}, policy)  # [?, ?] above the limit at 3 attempts
     assert far_above[0].verdict == "inconclusive"
     assert remeasure(far_above, 1, policy)
     assert not remeasure(far_above, 3, policy)  # the budget is spent
-    near = judge_scenario([check], {"e2e": [[100.0] * 3]}, policy)  # the limit lies within the noise
+    near = judge_static_checks([check], {"e2e": [[100.0] * 3]}, policy)  # the limit lies within the noise
     assert near[0].verdict == "inconclusive"
     assert not remeasure(near, 1, policy)
-    failing = judge_scenario([check], {"e2e": [[500.0] * 3]}, policy)
+    failing = judge_static_checks([check], {"e2e": [[500.0] * 3]}, policy)
     assert failing[0].verdict == "fail"
     assert remeasure(failing, 1, policy)
-    passing = judge_scenario([e2e_check(rel=4.0)], {"e2e": [[100.0] * 3]}, policy)
+    passing = judge_static_checks([e2e_check(rel=4.0)], {"e2e": [[100.0] * 3]}, policy)
     assert passing[0].verdict == "pass"
     assert not remeasure(passing, 1, policy)
     with pytest.raises(ValueError, match="at least one attempt"):
