@@ -356,15 +356,22 @@ def snapshot(root: Path) -> dict[str, str]:
     return out
 
 
-def run(bad: Bad, root: Path, pytester: pytest.Pytester | None, real_process: bool) -> tuple[int, str]:
-    if real_process:
-        program = ["-m", "pytest"] if bad.entry == "pytest" else ["-m", "pytest_diffperf.cli"]
-        env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-        env.pop("GITHUB_STEP_SUMMARY", None)
-        proc = subprocess.run(
-            [sys.executable, *program, *bad.args], cwd=root, capture_output=True, text=True, env=env, check=False
-        )
-        return proc.returncode, proc.stdout + proc.stderr
+def real_process(bad: Bad, root: Path) -> subprocess.Popen[str]:
+    """The case as a real process (python -m pytest / python -m pytest_diffperf.cli) in ``root``, started."""
+    program = ["-m", "pytest"] if bad.entry == "pytest" else ["-m", "pytest_diffperf.cli"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    return subprocess.Popen(
+        [sys.executable, *program, *bad.args],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+
+
+def run(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> tuple[int, str]:
     if bad.entry == "pytest":
         assert pytester is not None
         result = pytester.runpytest(*bad.args)
@@ -373,15 +380,54 @@ def run(bad: Bad, root: Path, pytester: pytest.Pytester | None, real_process: bo
     return done.returncode, done.stdout + done.stderr
 
 
-def check(bad: Bad, root: Path, pytester: pytest.Pytester | None, real_process: bool = False) -> None:
+@dataclass(frozen=True)
+class Ran:
+    """What one case's run did: its exit status, its output, and the files before and after it."""
+
+    code: int
+    out: str
+    before: dict[str, str]
+    after: dict[str, str]
+
+
+def ran(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> Ran:
     materialize(root, bad)
     before = snapshot(root)
-    code, out = run(bad, root, pytester, real_process)
-    assert code != 0, out
-    assert "Traceback" not in out and "INTERNALERROR" not in out, out
-    missing = [text for text in bad.expect if text not in out]
-    assert not missing, f"the message lacks {missing}:\n{out}"
-    assert snapshot(root) == before, "files on disk changed"
+    code, out = run(bad, root, pytester)
+    return Ran(code, out, before, snapshot(root))
+
+
+def check(bad: Bad, result: Ran) -> None:
+    assert result.code != 0, result.out
+    assert "Traceback" not in result.out and "INTERNALERROR" not in result.out, result.out
+    missing = [text for text in bad.expect if text not in result.out]
+    assert not missing, f"the message lacks {missing}:\n{result.out}"
+    assert result.after == result.before, "files on disk changed"
+
+
+REAL_PROCESS_CASES = [b for b in CASES if b.subprocess]
+
+
+@pytest.fixture(scope="module")
+def real_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
+    """The real-process cases this session runs, run side by side (a process each: startup is most of their
+    time), by case id."""
+    selected = {
+        item.callspec.id
+        for item in request.session.items
+        if isinstance(item, pytest.Function) and item.originalname == "test_malformed_input_in_a_real_process"
+    }
+    started = {}
+    for bad in REAL_PROCESS_CASES:
+        if bad.id in selected:
+            root = tmp_path_factory.mktemp(bad.id)
+            materialize(root, bad)
+            started[bad.id] = (root, snapshot(root), real_process(bad, root))
+    runs = {}
+    for case_id, (root, before, proc) in started.items():
+        out, _ = proc.communicate()
+        runs[case_id] = Ran(proc.returncode, out, before, snapshot(root))
+    return runs
 
 
 def test_the_table_is_large_and_covers_every_entry_point():
@@ -394,9 +440,9 @@ def test_the_table_is_large_and_covers_every_entry_point():
 @pytest.mark.parametrize("bad", CASES, ids=lambda bad: bad.id)
 def test_malformed_input_is_one_clear_error(bad: Bad, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    check(bad, pytester.path, pytester)
+    check(bad, ran(bad, pytester.path, pytester))
 
 
-@pytest.mark.parametrize("bad", [b for b in CASES if b.subprocess], ids=lambda bad: bad.id)
-def test_malformed_input_in_a_real_process(bad: Bad, tmp_path: Path):
-    check(bad, tmp_path, None, real_process=True)
+@pytest.mark.parametrize("bad", REAL_PROCESS_CASES, ids=lambda bad: bad.id)
+def test_malformed_input_in_a_real_process(bad: Bad, real_runs: dict[str, Ran]):
+    check(bad, real_runs[bad.id])
