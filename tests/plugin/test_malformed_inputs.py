@@ -371,7 +371,8 @@ def real_process(bad: Bad, root: Path) -> subprocess.Popen[str]:
     )
 
 
-def run(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> tuple[int, str]:
+def run_in_process(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> tuple[int, str]:
+    """The case in this process: pytester for the plugin, the CLI's main for ``diffperf``."""
     if bad.entry == "pytest":
         assert pytester is not None
         result = pytester.runpytest(*bad.args)
@@ -390,10 +391,11 @@ class Ran:
     after: dict[str, str]
 
 
-def ran(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> Ran:
+def in_process(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> Ran:
+    """The case's files written into ``root``, then the case run in this process."""
     materialize(root, bad)
     before = snapshot(root)
-    code, out = run(bad, root, pytester)
+    code, out = run_in_process(bad, root, pytester)
     return Ran(code, out, before, snapshot(root))
 
 
@@ -440,7 +442,7 @@ def test_the_table_is_large_and_covers_every_entry_point():
 @pytest.mark.parametrize("bad", CASES, ids=lambda bad: bad.id)
 def test_malformed_input_is_one_clear_error(bad: Bad, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    check(bad, ran(bad, pytester.path, pytester))
+    check(bad, in_process(bad, pytester.path, pytester))
 
 
 @pytest.mark.parametrize("bad", REAL_PROCESS_CASES, ids=lambda bad: bad.id)
