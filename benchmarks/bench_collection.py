@@ -1,13 +1,15 @@
 """Time collecting SGLang's 84-scenario H100 file with the plugin (``pytest --co``), per source tree.
 
-    python benchmarks/bench_collection.py [--repeats 9] [--tree NAME=DIR ...]
+    python benchmarks/bench_collection.py [--repeats 9] [--tree NAME=DIR ...] [--python NAME=INTERPRETER ...]
 
 Each run is a fresh ``python -m pytest --co`` process (``--diffperf=pr_test``, a copy of the vendored
 ``perf_baselines/`` folder in a temporary folder, as in a user's checkout, ``--diffperf-hardware=h100``, ``--diffperf-server=sglang``), against a
 bare ``pytest --co`` of an empty folder with the plugin not loaded (``-p no:diffperf``): the
 difference of the medians is the plugin's time (imports, loading and linting the baselines,
 building the items). Trees are timed interleaved, round by round, so machine load hits them alike;
-a tree is put first on PYTHONPATH (e.g. a checkout of an older commit: ``git worktree add``).
+a tree is put first on PYTHONPATH (e.g. a checkout of an older commit: ``git worktree add``). An
+interpreter (``--python``, e.g. a venv's after a plain ``pip install .``) runs its installed plugin,
+against its own bare ``pytest --co`` (its own set of pytest plugins).
 Also printed: which heavy libraries the collection imported.
 """
 
@@ -34,15 +36,22 @@ print(json.dumps({"code": int(code), "heavy": [m for m in sys.argv[1].split(",")
 """
 
 
-def run(tree: Path, folder: Path, args: list[str], ok: tuple[int, ...] = (0,)) -> tuple[float, dict[str, object]]:
-    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-c", PROBE, ",".join(HEAVY), "-c", str(folder / "pytest.ini"), *args]
+def run(
+    python: str, tree: Path | None, folder: Path, args: list[str], ok: tuple[int, ...] = (0,)
+) -> tuple[float, dict[str, object]]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONPATH", None)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    command = [python, "-c", PROBE, ",".join(HEAVY), "-c", str(folder / "pytest.ini"), *args]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     if outcome["code"] not in ok:
-        sys.exit(f"collection failed in {tree}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        sys.exit(
+            f"collection failed with {python} ({tree or 'installed'}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
     return wall, outcome
 
 
@@ -50,29 +59,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR", help="default: this checkout")
+    parser.add_argument(
+        "--python", action="append", default=[], metavar="NAME=INTERPRETER", help="an interpreter's installed plugin"
+    )
     args = parser.parse_args()
-    trees = dict(t.split("=", 1) for t in args.tree) or {"this checkout": str(REPO)}
+    trees = dict(t.split("=", 1) for t in args.tree)
+    pythons = dict(t.split("=", 1) for t in args.python)
+    if not trees and not pythons:
+        trees = {"this checkout": str(REPO)}
+    # name -> (interpreter, PYTHONPATH tree or None, the bare run it is measured against)
+    targets = {name: (sys.executable, Path(tree), sys.executable) for name, tree in trees.items()}
+    targets |= {name: (python, None, python) for name, python in pythons.items()}
     folder = Path(tempfile.mkdtemp(prefix="bench-collection-"))
     (folder / "pytest.ini").write_text("[pytest]\n")
     baselines = shutil.copytree(H100, folder / "perf_baselines")  # out of the repo: its tests' conftest stays out
     plugin = ["--co", "-q", "-p", "no:cacheprovider", "--diffperf=pr_test", f"--diffperf-baselines={baselines}"]
     plugin += ["--diffperf-hardware=h100", "--diffperf-server=sglang"]
     bare = ["--co", "-q", "-p", "no:cacheprovider", "-p", "no:diffperf"]
-    times: dict[str, list[float]] = {name: [] for name in trees}
-    baseline: list[float] = []
+    times: dict[str, list[float]] = {name: [] for name in targets}
+    bare_times: dict[str, list[float]] = {python: [] for _, _, python in targets.values()}
     heavy: dict[str, object] = {}
     for _ in range(args.repeats):
-        baseline.append(run(REPO, folder, bare, ok=(5,))[0])  # 5: no tests in the empty folder
-        for name, tree in trees.items():
-            wall, outcome = run(Path(tree), folder, plugin)
+        for python, walls in bare_times.items():
+            walls.append(run(python, None, folder, bare, ok=(5,))[0])  # 5: no tests in the empty folder
+        for name, (python, tree, _) in targets.items():
+            wall, outcome = run(python, tree, folder, plugin)
             times[name].append(wall)
             heavy[name] = outcome["heavy"]
-    base = statistics.median(baseline)
-    print(
-        f"bare pytest --co: median {base:.3f} s (min {min(baseline):.3f}, max {max(baseline):.3f}), {args.repeats} runs"
-    )
+    for python, walls in bare_times.items():
+        print(
+            f"bare pytest --co ({python}): median {statistics.median(walls):.3f} s "
+            f"(min {min(walls):.3f}, max {max(walls):.3f}), {args.repeats} runs"
+        )
     for name, walls in times.items():
         median = statistics.median(walls)
+        base = statistics.median(bare_times[targets[name][2]])
         print(
             f"{name}: collect 84 scenarios: median {median:.3f} s (min {min(walls):.3f}, max {max(walls):.3f}); "
             f"plugin time {median - base:.3f} s; heavy imports: {', '.join(heavy[name]) or 'none'}"  # type: ignore[arg-type]
