@@ -64,6 +64,12 @@ CUDA_ARCH_FLAGS: dict[str, frozenset[str]] = {"b200": frozenset({"blackwell"}), 
 FRAGMENTS = ("ascend/perf_baselines_npu.json", "musa/perf_baselines_musa.json")
 
 
+def fragment_platform(path: Path) -> str | None:
+    """The NPU/MUSA platform whose fragment ``path`` is (by its last two names, however the path is written)."""
+    tail = Path(path).absolute().parts[-2:]
+    return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True) if Path(rel).parts == tail), None)
+
+
 def canonical_platform(name: str) -> str:
     """Map a platform name or alias to its canonical name; DiffperfError if unknown."""
     key = name.strip().lower().replace("_", "").replace("-", "")

@@ -14,12 +14,21 @@ from typing import Any
 import pytest
 
 from .errors import DiffperfError
-from .suite.options import add_options, ground_truth_requested, requested
+from .suite.options import active, add_options, ground_truth_requested, requested
 from .suite.stash import SESSION_KEY, get_session
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """SGLang's own conftest files kept out of a diffperf session (before pytest imports the first)."""
+    if active(early_config, early=True):
+        from .suite.conftests import keep_out
+
+        keep_out(early_config)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -66,8 +75,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     configure_xdist(config, session)
     handle_sigterm(config)
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args = [str(session.baselines.primary)]  # no paths given: run the scenarios, not the test files
+    from .suite.items import collection_args
+
+    config.args = collection_args(config, session)
     artifacts = session.consistency.artifacts_dir if session.consistency else None
     collector = ResultsCollector(session.header(), session.settings.diffperf_json, artifacts)
     config.pluginmanager.register(collector, "diffperf-results")
@@ -88,7 +98,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     session = get_session(parent.config)
-    if session is not None and file_path == session.baselines.primary:
+    if session is not None and file_path in session.scenarios.files:
         from .suite.items import BaselineFile
 
         return BaselineFile.from_parent(parent, path=file_path)
@@ -137,4 +147,9 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     session = get_session(config)
-    return session.header_lines() if session is not None else None
+    if session is None:
+        return None
+    from .suite.conftests import kept_out_line
+
+    kept = kept_out_line(config)
+    return session.header_lines() + ([kept] if kept else [])

@@ -10,8 +10,7 @@ from .._util.atomicfile import dumps_json, write_atomic
 from .._util.jsonfile import validate
 from .._util.outputs import check_writable
 from ..cases import CaseFile, unmatched
-from ..perf.baselines import load_baselines
-from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS
+from ..perf.baselines import load_baselines, select_scenarios
 from ..sglang import caselist
 from ..sglang.casefile import case_file_data
 from ..sglang.task_types import TABLE_ENV, load_table
@@ -85,17 +84,10 @@ def _summary(args: argparse.Namespace, data: dict) -> None:
     if args.baselines:
         baselines = load_baselines(args.baselines, source["hardware"])
         ids = [c["id"] for c in cases] + [e["id"] for e in skipped]
-        ours = [name for name in baselines.scenarios if _judged_on(str(baselines.source[name]), source["hardware"])]
+        ours = select_scenarios(baselines, {}, source["hardware"])  # as pytest selects them
         no_case, no_scenario = unmatched(ids, ours)
         for name in no_case:
             print(f"  scenario without a case: {name} ({baselines.source[name]})", file=err)
         for name in no_scenario:
             print(f"  case without a scenario: {name}", file=err)
 
-
-def _judged_on(source: str, hardware: str) -> bool:
-    """Whether a scenario from baseline file ``source`` is judged on ``hardware`` (a fragment only on its platform)."""
-    fragment = next(
-        (p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True) if Path(source).as_posix().endswith(rel)), None
-    )
-    return fragment is None or fragment == hardware

@@ -11,7 +11,7 @@ from .._util.ci import append_step_summary
 from .._util.outputs import check_writable
 from .._util.text import format_table
 from ..errors import DiffperfError
-from ..perf.baselines import load_baselines, select_scenarios
+from ..perf.scenarios import CLI_FLAGS, load_scenario_set
 from ..results.merge import failing, merge, missing, outcome_counts, read_results, results_of
 from ..results.model import ScenarioResult
 from ..results.stepsummary import markdown
@@ -33,6 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--expect-all", metavar="BASELINE", help="every scenario of this baseline file must have run")
     parser.add_argument("--hardware", help="platform, to pick scenarios (and the file of a folder) for --expect-all")
     parser.add_argument(
+        "--cases",
+        help="the case file or SGLang's case lists the shards ran (as --diffperf-cases): --expect-all then also "
+        "expects the cases without a baseline scenario, as pytest and diffperf plan select them",
+    )
+    parser.add_argument("--suites", help="SGLang's suites the shards ran, as --diffperf-suites (with --cases)")
+    parser.add_argument(
         "--html",
         metavar="FILE",
         help="also write the HTML report here (needs the report extra; with --expect-all the baseline's steps too)",
@@ -51,8 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.hardware and not args.expect_all:
-        raise DiffperfError("only applies with --expect-all", source="--hardware")
+    for flag in ("hardware", "cases", "suites"):
+        if getattr(args, flag) and not args.expect_all:
+            raise DiffperfError("only applies with --expect-all", source="--" + flag)
     if args.output:
         check_writable(Path(args.output), "-o")
     if args.markdown:
@@ -65,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
     absent: list[str] = []
     steps: dict[str, dict[int, float]] = {}  # the baseline's steps per scenario, for the report's step charts
     if args.expect_all:
-        baselines = load_baselines(args.expect_all, args.hardware)
-        steps = {sid: dict(b.steps) for sid, b in baselines.scenarios.items()}
-        absent = missing(merged, select_scenarios(baselines, {}, args.hardware))
+        suite = load_scenario_set(args.expect_all, args.hardware, args.cases, args.suites, CLI_FLAGS)
+        steps = {sid: dict(b.steps) for sid, b in suite.baselines.scenarios.items()}
+        absent = missing(merged, suite.ids)
     results = results_of(merged)
     counts = outcome_counts(results)
     print(f"diffperf merge: {len(args.files)} file(s), {counts}")

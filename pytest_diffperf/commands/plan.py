@@ -6,14 +6,12 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
-from ..cases import CaseFile, load_case_file
 from ..errors import DiffperfError
-from ..perf.baselines import load_baselines, select_scenarios
+from ..perf.scenarios import CLI_FLAGS, load_scenario_set
 from ..serving.launchers import get_launcher, group_key
-from ..sharding.plan import MAX_SHARDS, MAX_TIME_S, MIN_TIME_S, TARGET_TIME_S, assign, choose_count, server_groups
+from ..sharding.plan import MAX_SHARDS, MAX_TIME_S, MIN_TIME_S, TARGET_TIME_S, plan_shards
 
 CHOICE_OPTIONS = ("target_time", "min_time", "max_time", "max_shards")
 
@@ -28,7 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "shard jobs pass to pytest: each job computes the same shards itself (--diffperf-shard K/N).",
     )
     parser.add_argument("baselines", metavar="BASELINE", help="baseline file or perf_baselines/ folder")
-    parser.add_argument("--cases", help="case file: scenarios sharing a server stay together (default: none)")
+    parser.add_argument(
+        "--cases", help="case file or SGLang's case lists, as --diffperf-cases: scenarios sharing a server stay together"
+    )
+    parser.add_argument("--suites", help="SGLang's suites to read from the case lists, as --diffperf-suites")
     parser.add_argument("--hardware", help="platform, as --diffperf-hardware")
     parser.add_argument("--server", default="sglang", help="launcher, as --diffperf-server (default: sglang)")
     parser.add_argument("--shards", type=int, help="number of shards N (default: chosen from the times below)")
@@ -41,17 +42,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     limits = _limits(args)
-    baselines = load_baselines(args.baselines, args.hardware)
-    case_file = load_case_file(Path(args.cases), args.hardware) if args.cases else CaseFile(cases=[])
-    cases = {case.id: case for case in case_file.cases}
+    suite = load_scenario_set(args.baselines, args.hardware, args.cases, args.suites, CLI_FLAGS)
     get_launcher(args.server)  # an unknown launcher fails here, as in pytest
-    ids = select_scenarios(baselines, cases, args.hardware, [entry.id for entry in case_file.not_expressible])
-    groups = server_groups(ids, baselines.scenarios, group_key(cases, args.server))
-    total = sum(g.cost_s for g in groups)
-    n = args.shards if args.shards is not None else choose_count(total, len(groups), **limits)
-    shards = assign(groups, n)
+    ids = suite.ids
+    shards = plan_shards(ids, suite.baselines.scenarios, group_key(suite.cases, args.server), args.shards, **limits)
+    n, groups = len(shards), sum(len(s.groups) for s in shards)
+    total = sum(s.estimated_s for s in shards)
     print(json.dumps({"include": [s.to_matrix_entry(ids) for s in shards]}, separators=(",", ":")))
-    print(f"{len(ids)} scenarios, {len(groups)} server groups, estimated {total:.0f} s; {n} shard(s):", file=sys.stderr)
+    print(f"{len(ids)} scenarios, {groups} server groups, estimated {total:.0f} s; {n} shard(s):", file=sys.stderr)
     for s in shards:
         print(f"  shard {s.number}/{n}: {len(s.scenarios)} scenarios, {len(s.groups)} server starts, "
               f"estimated {s.estimated_s:.0f} s", file=sys.stderr)  # fmt: skip

@@ -18,7 +18,15 @@ from typing import Any
 from .._util.jsonfile import read_json_object
 from ..cases import Case
 from ..errors import DiffperfError
-from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS, PLATFORMS, baseline_file_stem, canonical_platform, locate
+from ..platforms import (
+    FRAGMENT_PLATFORMS,
+    FRAGMENTS,
+    PLATFORMS,
+    baseline_file_stem,
+    canonical_platform,
+    fragment_platform,
+    locate,
+)
 from .schema import Sampling, ScenarioBaseline, Tolerances, baseline_problems, is_flat
 
 SINGLE_FILE = "perf_baselines.json"
@@ -52,6 +60,16 @@ class BaselineSet:
     raw: dict[Path, dict[str, Any]] = field(repr=False)
     flat_tolerances: bool = False  # a legacy flat tolerances dict: serves every profile name
     runner_prefix: str | None = None  # the runner_overrides prefix that was applied
+    fragments: dict[Path, str] = field(default_factory=dict)  # each NPU/MUSA fragment file -> its platform
+
+    def fragment_of(self, scenario_id: str) -> str | None:
+        """The NPU/MUSA platform whose fragment defines the scenario (None: the platform or single file)."""
+        return self.fragments.get(self.source[scenario_id])
+
+    def platform_file(self, hardware: str | None) -> Path:
+        """The file that holds a platform's own scenarios: its NPU/MUSA fragment, else the platform file."""
+        platform = canonical_platform(hardware) if hardware else None
+        return fragment_path(self.primary, platform) if platform in FRAGMENT_PLATFORMS else self.primary
 
     def profile(self, name: str, env: Mapping[str, str] = os.environ) -> Tolerances:
         """The named tolerance profile with SGLang's environment overrides applied."""
@@ -144,7 +162,8 @@ def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name
             fields = {**entry, **overrides[name]} if f == primary and name in overrides else entry
             scenarios[name] = ScenarioBaseline.model_validate(fields)
             source[name] = f
-    return BaselineSet(files, primary, tolerances, step_fractions, scenarios, source, raw, flat, prefix)
+    fragments = {f: platform for f in files if (platform := fragment_platform(f)) is not None}
+    return BaselineSet(files, primary, tolerances, step_fractions, scenarios, source, raw, flat, prefix, fragments)
 
 
 def parse_tolerances(doc: dict[str, Any]) -> tuple[dict[str, Tolerances], bool]:
@@ -163,21 +182,18 @@ def runner_overrides(doc: dict[str, Any], runner_name: str) -> tuple[str | None,
     return None, {}
 
 
+def judged_on(fragment: str | None, hardware: str | None) -> bool:
+    """Whether a scenario is judged on ``hardware``: an NPU/MUSA fragment's (``fragment``: its platform) on that
+    platform only, and only they there; the platform (or single) file's everywhere else."""
+    platform = canonical_platform(hardware) if hardware else None
+    return fragment == (platform if platform in FRAGMENT_PLATFORMS else None)
+
+
 def select_scenarios(
     baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None, skipped: Sequence[str] = ()
 ) -> list[str]:
-    """Baseline scenarios of this hardware in file order, then cases that have no baseline yet, then the
-    ``skipped`` ids (cases collected only to be skipped, such as SGLang's not expressible ones) that have none.
-
-    NPU/MUSA fragment scenarios run on their own platform only, and only they run there.
-    """
-    platform = canonical_platform(hardware) if hardware else None
-    wanted = platform if platform in FRAGMENT_PLATFORMS else None
-    ids = [sid for sid in baselines.scenarios if _fragment_of(baselines, sid) == wanted]
+    """Baseline scenarios judged on this hardware in file order, then cases that have no baseline yet, then the
+    ``skipped`` ids (cases collected only to be skipped, such as SGLang's not expressible ones) that have none."""
+    ids = [sid for sid in baselines.scenarios if judged_on(baselines.fragment_of(sid), hardware)]
     ids += [cid for cid in cases if cid not in baselines.scenarios]
     return ids + [sid for sid in skipped if sid not in baselines.scenarios and sid not in cases]
-
-
-def _fragment_of(baselines: BaselineSet, scenario_id: str) -> str | None:
-    source = baselines.source[scenario_id].as_posix()
-    return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True) if source.endswith("/" + rel)), None)

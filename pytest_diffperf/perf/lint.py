@@ -8,13 +8,14 @@ stages adding up to more than e2e, unknown keys, a scenario defined in two merge
 from __future__ import annotations
 
 import statistics
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from .._util.findings import Finding, Severity, read_for_lint
 from .._util.jsonfile import json_path
 from ..protocol import DENOISING_STAGE, PER_FRAME_STAGE
-from .baselines import BaselineSet, baseline_files
+from .baselines import BaselineSet, baseline_files, load_baselines, select_scenarios
 from .schema import ScenarioBaseline, baseline_problems, is_flat, scenario_problems
 
 AGG_TOLERANCE = 0.03  # expected avg/median vs the mean/median of a full step map
@@ -31,8 +32,15 @@ TOP_LEVEL_KEYS = {
 }
 
 
-def lint_baselines(target: BaselineSet | str | Path, hardware: str | None = None) -> list[Finding]:
-    """Lint a loaded set (as the plugin does at collection time) or the files a path resolves to."""
+def lint_baselines(
+    target: BaselineSet | str | Path, hardware: str | None = None, *, selected: Collection[str] | None = None
+) -> list[Finding]:
+    """Lint a loaded set (as the plugin does at collection time) or the files a path resolves to.
+
+    With ``selected`` (a run's scenario set), or a path and ``hardware`` (the scenarios ``select_scenarios``
+    judges there), a scenario's warnings count only for the scenarios selected; errors and findings of a
+    file as a whole always do.
+    """
     if isinstance(target, BaselineSet):
         docs = [(f, target.raw[f]) for f in target.files]
         out = [x for f, doc in docs for x in lint_baseline_doc(f, doc)]
@@ -44,6 +52,11 @@ def lint_baselines(target: BaselineSet | str | Path, hardware: str | None = None
             if doc is not None:
                 out += lint_baseline_doc(f, doc)
                 docs.append((f, doc))
+        if hardware is not None and selected is None and not any(x.severity == "error" for x in out):
+            selected = select_scenarios(load_baselines(target, hardware), {}, hardware)
+    if selected is not None:
+        keep = set(selected)
+        out = [x for x in out if x.severity == "error" or not x.scenario or x.scenario in keep]
     return out + _overlaps(docs)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import DiffperfError
 from ..perf.baselines import PLATFORM_DIR
-from ..platforms import FRAGMENT_PLATFORMS, FRAGMENTS, canonical_platform
+from ..platforms import canonical_platform, fragment_platform
 
 FORCE = "--regen-force"
 LARGE_CHANGE = 0.5  # an e2e that moves by more than this is called out before it is written
@@ -23,10 +23,9 @@ LARGE_CHANGE = 0.5  # an e2e that moves by more than this is called out before i
 
 def file_platform(path: Path, hardware: str | None) -> str | None:
     """The platform whose figures ``path`` holds (None when neither its place nor the run says)."""
-    posix = path.as_posix()
-    for platform, relative in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True):
-        if posix.endswith(relative):
-            return platform
+    fragment = fragment_platform(path)
+    if fragment is not None:
+        return fragment
     if path.parent.name == PLATFORM_DIR:
         try:
             return canonical_platform(path.stem)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import DiffperfError
 from ..perf.schema import ScenarioBaseline
@@ -101,6 +102,21 @@ def assign(groups: Sequence[Group], n: int) -> list[Shard]:
         members[target].append(group)
         loads[target] += group.cost_s
     return [Shard(i + 1, n, tuple(m)) for i, m in enumerate(members)]
+
+
+def plan_shards(
+    scenario_ids: Sequence[str],
+    scenarios: Mapping[str, ScenarioBaseline],
+    key: Callable[[str], str],
+    n: int | None = None,
+    **limits: Any,
+) -> list[Shard]:
+    """The shards of a scenario set (``perf.scenarios``): ``n`` of them, else as many as ``choose_count`` picks
+    with ``limits``. What ``diffperf plan`` prints and ``--diffperf-shard K/N`` keeps."""
+    groups = server_groups(scenario_ids, scenarios, key)
+    if n is None:
+        n = choose_count(sum(g.cost_s for g in groups), len(groups), **limits)
+    return assign(groups, n)
 
 
 def choose_count(

@@ -10,6 +10,7 @@ import json
 import time
 import warnings
 from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,10 +47,28 @@ class UnguardedWarning(UserWarning):
     """A scenario whose baseline guards nothing (expected e2e of 0)."""
 
 
+def collection_args(config: pytest.Config, session: DiffperfSession) -> list[str]:
+    """What pytest collects: without paths given, the files the scenarios live in (not the test files); with
+    paths, also the scenarios' other files (an NPU/MUSA fragment) beside a path that holds the platform file."""
+    files = session.scenarios.files or [session.baselines.primary]
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return [str(f) for f in files]
+    covers = [(config.invocation_params.dir / arg).resolve() for arg in config.args if "::" not in arg]
+
+    def collected(path: Path) -> bool:
+        return any(path == g or g in path.parents for g in covers)
+
+    if not collected(session.baselines.primary):
+        return config.args
+    return config.args + [str(f) for f in files if not collected(f)]
+
+
 class BaselineFile(pytest.File):
     def collect(self) -> Iterator[ScenarioItem]:
-        for scenario_id in _session(self.config).scenario_ids():
-            yield ScenarioItem.from_parent(self, name=scenario_id)
+        scenarios = _session(self.config).scenarios
+        for scenario_id in scenarios.ids:
+            if scenarios.home(scenario_id) == self.path:
+                yield ScenarioItem.from_parent(self, name=scenario_id)
 
 
 class ScenarioItem(pytest.Item):

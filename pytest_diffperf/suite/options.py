@@ -200,13 +200,22 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(opt.dest, opt.help.replace("%%", "%"), default=None)
 
 
-def option_value(config: pytest.Config, dest: str) -> object:
-    """The raw value of an option: command line, else ini key, else default (None if unset)."""
-    return _raw(config, next(opt for opt in OPTIONS if opt.dest == dest))[0]
+def option_value(config: pytest.Config, dest: str, *, early: bool = False) -> object:
+    """The raw value of an option: command line, else ini key, else default (None if unset). ``early``: read
+    before pytest has parsed the command line whole (in ``pytest_load_initial_conftests``)."""
+    return _raw(config, next(opt for opt in OPTIONS if opt.dest == dest), early=early)[0]
 
 
-def _raw(config: pytest.Config, opt: Option) -> tuple[object, Path]:
-    raw, base = config.getoption(opt.dest), config.invocation_params.dir
+def option_path(config: pytest.Config, dest: str, *, early: bool = False) -> Path | None:
+    """A path option's value as ``read_settings`` resolves it (None if unset)."""
+    opt = next(opt for opt in OPTIONS if opt.dest == dest)
+    raw, base = _raw(config, opt, early=early)
+    return None if raw is None else (base / str(raw)).resolve()
+
+
+def _raw(config: pytest.Config, opt: Option, *, early: bool = False) -> tuple[object, Path]:
+    cmdline = getattr(config.known_args_namespace, opt.dest, None) if early else config.getoption(opt.dest)
+    raw, base = cmdline, config.invocation_params.dir
     if raw is None:
         raw, base = config.getini(opt.dest), config.rootpath
     return (raw if raw not in (None, "") else opt.default), Path(base)
@@ -252,19 +261,27 @@ REGEN_ENV_ALIAS = "SGLANG_GEN_BASELINE"
 GT_ENV_ALIAS = "SGLANG_GEN_GT"  # read again by consistency.config_from_env, which also takes SGLANG_GT_OUTPUT_DIR
 
 
-def requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> bool:
+def requested(config: pytest.Config, env: Mapping[str, str] = os.environ, *, early: bool = False) -> bool:
     """``--regen-baselines`` or ``--regen-dry-run`` (or their ini keys); or ``SGLANG_GEN_BASELINE=1``
     where a baseline file is configured (elsewhere the variable is left to SGLang's own harness)."""
-    if truthy(option_value(config, "regen_baselines")) or truthy(option_value(config, "regen_dry_run")):
+    if any(truthy(option_value(config, dest, early=early)) for dest in ("regen_baselines", "regen_dry_run")):
         return True
-    return truthy(env.get(REGEN_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
+    return truthy(env.get(REGEN_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines", early=early) is not None
 
 
-def ground_truth_requested(config: pytest.Config, env: Mapping[str, str] = os.environ) -> bool:
+def ground_truth_requested(
+    config: pytest.Config, env: Mapping[str, str] = os.environ, *, early: bool = False
+) -> bool:
     """``--regen-ground-truth`` (or its ini key); or ``SGLANG_GEN_GT=1`` where a baseline file is configured."""
-    if truthy(option_value(config, "regen_ground_truth")):
+    if truthy(option_value(config, "regen_ground_truth", early=early)):
         return True
-    return truthy(env.get(GT_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines") is not None
+    return truthy(env.get(GT_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines", early=early) is not None
+
+
+def active(config: pytest.Config, *, early: bool = False) -> bool:
+    """Whether the plugin runs in this session: a profile (``--diffperf``), or a regeneration asked for."""
+    profile = option_value(config, "diffperf", early=early)
+    return bool(profile) or requested(config, early=early) or ground_truth_requested(config, early=early)
 
 
 def detached_paths(config: pytest.Config) -> list[tuple[str, str]]:

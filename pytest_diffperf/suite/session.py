@@ -5,27 +5,27 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .._util.tempdirs import sweep
-from ..cases import Case, CaseFile, load_case_file
+from ..cases import Case
 from ..consistency.config import ConsistencyConfig
 from ..consistency.thresholds import ThresholdSet
 from ..errors import DiffperfError
-from ..perf.baselines import BaselineSet, load_baselines, select_scenarios
+from ..perf.baselines import BaselineSet, load_baselines
 from ..perf.limits import Preset, get_preset
 from ..perf.lint import lint_baselines
+from ..perf.scenarios import ScenarioSet, read_case_lists
 from ..platforms import checks_host_anon, checks_vram, device_env_var
 from ..results.model import InconclusiveMode
 from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
 from ..serving.pool import ServerPool
-from ..sglang.source import is_sglang_source
 from ..sharding.devices import DeviceShare, device_share, visible_devices
-from ..sharding.plan import Shard, assign, parse_shard, server_groups
+from ..sharding.plan import Shard, parse_shard, plan_shards
 from ..verdicts.static import StaticPolicy
 from .ab import ABRun, ab_run, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
@@ -38,8 +38,7 @@ from .validation import check_up_front
 @dataclass
 class DiffperfSession:
     settings: Settings
-    baselines: BaselineSet
-    cases: dict[str, Case]
+    scenarios: ScenarioSet  # the baselines and cases, and which scenarios run under which node id
     launcher: Launcher
     preset: Preset
     pool: ServerPool
@@ -48,7 +47,6 @@ class DiffperfSession:
     shard: Shard | None = None  # run only this shard's scenarios
     consistency: ConsistencyConfig | None = None  # None: outputs are not compared
     thresholds: ThresholdSet | None = None
-    not_expressible: dict[str, str] = field(default_factory=dict)  # SGLang cases the plugin cannot run yet: id -> why
     case_source: dict[str, Any] | None = None  # where SGLang's case lists were read from, and how
     ab: ABRun | None = None  # --diffperf-base: every scenario A/B against the base build
     static_policy: StaticPolicy | None = None  # None: stored-baseline checks by SGLang's rule alone
@@ -66,8 +64,9 @@ class DiffperfSession:
         baselines = load_baselines(settings.diffperf_baselines, settings.diffperf_hardware)
         if settings.profile:
             baselines.profile(settings.profile)  # an unknown profile fails now, not once per test
-        case_file = read_cases(settings)
-        cases = {case.id: case for case in case_file.cases}
+        case_file = read_case_lists(settings.diffperf_cases, settings.diffperf_hardware, settings.diffperf_suites)
+        scenarios = ScenarioSet(baselines, case_file, settings.diffperf_hardware)
+        cases = scenarios.cases
         shard = parse_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
         devices = share_of(config, settings)
         try:
@@ -90,8 +89,7 @@ class DiffperfSession:
         ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress)  # creates no folder
         session = cls(
             settings=settings,
-            baselines=baselines,
-            cases=cases,
+            scenarios=scenarios,
             launcher=launcher,
             preset=get_preset(settings.diffperf_preset),
             pool=ServerPool(
@@ -107,7 +105,6 @@ class DiffperfSession:
             devices=devices,
             consistency=consistency,
             thresholds=limits,
-            not_expressible={entry.id: entry.reason for entry in case_file.not_expressible},
             case_source=(case_file.model_extra or {}).get("sglang_source"),
             ab=ab,
             static_policy=noise,
@@ -116,10 +113,22 @@ class DiffperfSession:
         session.shard = session.shard_of(*shard) if shard else None
         return session
 
+    @property
+    def baselines(self) -> BaselineSet:
+        return self.scenarios.baselines
+
+    @property
+    def cases(self) -> dict[str, Case]:
+        return self.scenarios.cases
+
+    @property
+    def not_expressible(self) -> dict[str, str]:
+        """SGLang's cases the plugin cannot run yet: id -> why."""
+        return self.scenarios.not_expressible
+
     def scenario_ids(self) -> list[str]:
-        """The baseline's scenarios of this platform, then cases without one, then SGLang's cases the
-        plugin cannot express yet that have none (collected to be skipped with the reason)."""
-        return select_scenarios(self.baselines, self.cases, self.settings.diffperf_hardware, list(self.not_expressible))
+        """The scenario set's (``perf.scenarios``): the same for ``diffperf plan``, ``merge`` and ``lint``."""
+        return self.scenarios.ids
 
     def unmatched(self, scenario_ids: Sequence[str]) -> Unmatched:
         """Of ``scenario_ids``: scenarios without a case, cases without a scenario, cases not expressible yet."""
@@ -140,8 +149,9 @@ class DiffperfSession:
 
     def shard_of(self, k: int, n: int) -> Shard:
         """Shard K of N of the session's scenarios (the plan ``diffperf plan`` prints for the same files)."""
-        groups = server_groups(self.scenario_ids(), self.baselines.scenarios, group_key(self.cases, self.launcher.name))
-        return assign(groups, n)[k - 1]
+        return plan_shards(self.scenario_ids(), self.baselines.scenarios, group_key(self.cases, self.launcher.name), n)[
+            k - 1
+        ]
 
     def header(self) -> dict[str, object]:
         return {
@@ -161,7 +171,7 @@ class DiffperfSession:
 
     def header_lines(self) -> list[str]:
         """The report header: settings, the baseline files' lint warnings, where the logs go, the shard."""
-        warnings = sum(f.severity == "warning" for f in lint_baselines(self.baselines))
+        warnings = sum(f.severity == "warning" for f in lint_baselines(self.baselines, selected=self.scenario_ids()))
         lines = [f"diffperf: {k}={v}" for k, v in self.header().items() if v is not None]
         if warnings:
             lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: {self.lint_command()})")
@@ -219,22 +229,6 @@ class Unmatched:
             lines.append(f"diffperf: {len(self.not_expressible)} case(s) of SGLang's the plugin cannot run (skipped):")
             lines += [f"diffperf:   {sid}: {reason}" for sid, reason in self.not_expressible.items()]
         return lines
-
-
-def read_cases(settings: Settings) -> CaseFile:
-    """The case file, or SGLang's case lists read as on the platform, for ``--diffperf-suites``."""
-    suites = [s.strip() for s in (settings.diffperf_suites or "").split(",") if s.strip()] or None
-    if settings.diffperf_cases is None:
-        if suites:
-            raise DiffperfError("needs SGLang's case lists: pass --diffperf-cases too", source="--diffperf-suites")
-        return CaseFile(cases=[])
-    if suites and not is_sglang_source(settings.diffperf_cases):
-        raise DiffperfError(
-            f"suites are read from SGLang's case lists, and {settings.diffperf_cases} is a JSON case file: "
-            "drop --diffperf-suites, or pass gpu_cases.py (or diffperf import-cases --suite) instead",
-            source="--diffperf-suites",
-        )
-    return load_case_file(settings.diffperf_cases, settings.diffperf_hardware, suites)
 
 
 def controller(config: pytest.Config) -> tuple[int, ...]:
