@@ -130,8 +130,12 @@ def baseline_files(path: str | Path, hardware: str | None = None) -> list[Path]:
 
 
 def fragment_path(primary: Path, platform: str) -> Path:
-    """The NPU or MUSA fragment merged into the platform (or single) file ``primary``."""
-    base = primary.parent.parent if primary.parent.name == PLATFORM_DIR else primary.parent
+    """The NPU or MUSA fragment merged into the platform (or single) file ``primary`` (written as ``primary`` is,
+    or absolute where its folder has no name to go up from: ``h100.json``, ``../h100.json``)."""
+    folder = primary.parent
+    if folder.name in ("", ".."):
+        folder = Path(os.path.abspath(folder))
+    base = folder.parent if folder.name == PLATFORM_DIR else folder
     return base / FRAGMENTS[FRAGMENT_PLATFORMS.index(platform)]
 
 

@@ -11,7 +11,7 @@ import pytest
 from pytest_diffperf._util.findings import Finding
 from pytest_diffperf.commands.lint import lint_file, lint_paths
 from pytest_diffperf.consistency.thresholds import threshold_files
-from pytest_diffperf.perf.baselines import load_baselines
+from pytest_diffperf.perf.baselines import load_baselines, select_scenarios
 from pytest_diffperf.perf.lint import lint_baselines
 from tests.support.cli import Result, diffperf
 from tests.support.suite import tiny_case
@@ -162,9 +162,15 @@ def test_scenario_defined_twice_across_merged_files(write, h100_doc):
         assert (twice.file, twice.scenario) == (str(fragment), S)
 
 
-def test_lint_loaded_set_as_the_plugin_does(layout):
-    baselines = load_baselines(layout / "perf_baselines", "h100", runner_name="")
-    assert keyed(lint_baselines(baselines)) == keyed(lint_paths([layout / "perf_baselines"], "h100"))
+@pytest.mark.parametrize("hardware", ["h100", "npu", "musa"])
+def test_lint_loaded_set_as_the_plugin_does(layout, hardware):
+    """The header's count (the run's scenario set) is the lint command's: each platform's scenarios only."""
+    baselines = load_baselines(layout / "perf_baselines", hardware, runner_name="")
+    selected = select_scenarios(baselines, {}, hardware)
+    findings = keyed(lint_baselines(baselines, selected=selected))
+    assert findings == keyed(lint_paths([layout / "perf_baselines"], hardware))
+    assert {scenario for _, scenario, _ in findings if scenario} <= set(selected)
+    assert keyed(lint_baselines(baselines)) > findings  # unselected: every merged file's scenarios
 
 
 def test_lint_thresholds_of_a_platform(layout):
@@ -200,11 +206,13 @@ def test_cli_exit_codes_and_output(write, h100_doc, layout):
     assert {"severity": "error", "file": str(bad), "scenario": S, "key": "expected_e2e_ms"}.items() <= data[0].items()
 
 
-def test_cli_hardware_picks_files(layout):
+def test_cli_hardware_picks_files_and_the_scenarios_judged_there(layout):
     result = cli(str(layout), "--hardware", "b200")
     assert result.returncode == 0
     assert "perf_baselines/h100.json" not in result.stdout
-    assert "img_t2i_npu" in result.stdout  # fragments belong to every platform's set
+    assert "img_t2i_npu" not in result.stdout  # merged into b200's set, but judged on npu only (as pytest runs it)
+    npu = cli(str(layout), "--hardware", "npu")
+    assert "ascend/perf_baselines_npu.json:img_t2i_npu:estimated_full_test_time_s: warning" in npu.stdout
 
 
 @pytest.mark.skipif(shutil.which("diffperf") is None, reason="console script not installed")
