@@ -90,4 +90,3 @@ def _summary(args: argparse.Namespace, data: dict) -> None:
             print(f"  scenario without a case: {name} ({baselines.source[name]})", file=err)
         for name in no_scenario:
             print(f"  case without a scenario: {name}", file=err)
-

@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("baselines", metavar="BASELINE", help="baseline file or perf_baselines/ folder")
     parser.add_argument(
-        "--cases", help="case file or SGLang's case lists, as --diffperf-cases: scenarios sharing a server stay together"
+        "--cases",
+        help="case file or SGLang's case lists, as --diffperf-cases: scenarios sharing a server stay together",
     )
     parser.add_argument("--suites", help="SGLang's suites to read from the case lists, as --diffperf-suites")
     parser.add_argument("--hardware", help="platform, as --diffperf-hardware")

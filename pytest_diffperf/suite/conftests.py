@@ -61,4 +61,6 @@ def kept_out_line(config: pytest.Config) -> str | None:
     kept = config.stash.get(KEPT_OUT, [])
     if not kept:
         return None
-    return f"diffperf: SGLang's own conftest files are not loaded (they serve its own tests): {', '.join(map(str, kept))}"
+    return (
+        f"diffperf: SGLang's own conftest files are not loaded (they serve its own tests): {', '.join(map(str, kept))}"
+    )

@@ -269,9 +269,7 @@ def requested(config: pytest.Config, env: Mapping[str, str] = os.environ, *, ear
     return truthy(env.get(REGEN_ENV_ALIAS, "")) and option_value(config, "diffperf_baselines", early=early) is not None
 
 
-def ground_truth_requested(
-    config: pytest.Config, env: Mapping[str, str] = os.environ, *, early: bool = False
-) -> bool:
+def ground_truth_requested(config: pytest.Config, env: Mapping[str, str] = os.environ, *, early: bool = False) -> bool:
     """``--regen-ground-truth`` (or its ini key); or ``SGLANG_GEN_GT=1`` where a baseline file is configured."""
     if truthy(option_value(config, "regen_ground_truth", early=early)):
         return True

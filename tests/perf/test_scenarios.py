@@ -87,4 +87,7 @@ def test_plan_and_merge_refuse_suites_and_cases_where_they_do_not_apply(layout, 
         "diffperf plan: error: --suites: needs SGLang's case lists: pass --cases too",
     )
     merge = diffperf("merge", str(tmp_path / "r.json"), "--cases=gpu_cases.py")
-    assert (merge.returncode, merge.stderr.strip()) == (2, "diffperf merge: error: --cases: only applies with --expect-all")
+    assert (merge.returncode, merge.stderr.strip()) == (
+        2,
+        "diffperf merge: error: --cases: only applies with --expect-all",
+    )
