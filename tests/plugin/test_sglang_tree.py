@@ -146,13 +146,15 @@ def test_each_shard_runs_its_plan_entry_and_merge_expects_exactly_them(
 
 
 @pytest.mark.parametrize("hardware", ["h100", "npu"])
-def test_the_header_s_lint_count_is_the_lint_command_s(pytester, server, monkeypatch, hardware):
+def test_the_header_s_lint_count_is_the_lint_command_s(pytester, server, elsewhere, monkeypatch, hardware):
     monkeypatch.chdir(server)
     result = pytester.runpytest(*pytest_args("perf_baselines", "gpu_cases.py", hardware, "--co"))  # with the header
     (line,) = [line for line in result.outlines if line.startswith("diffperf: lint: ")]
     counted = int(line.removeprefix("diffperf: lint: ").split()[0])
     lint = diffperf("lint", "perf_baselines", f"--hardware={hardware}", cwd=server)
     assert lint.stdout.splitlines()[-1] == f"0 error(s), {counted} warning(s)"
+    absolute = diffperf("lint", str(server / "perf_baselines"), f"--hardware={hardware}", cwd=elsewhere)
+    assert absolute.stdout.splitlines()[-1] == lint.stdout.splitlines()[-1]
     scenarios = {line.split(":")[1] for line in lint.stdout.splitlines()[:-1]}
     assert scenarios <= set(planned(plan(server, "perf_baselines", "gpu_cases.py", hardware)))
 
