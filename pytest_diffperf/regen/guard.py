@@ -35,22 +35,31 @@ def file_platform(path: Path, hardware: str | None) -> str | None:
 
 
 def check_platforms(
-    targets: Iterable[Path], hardware: str | None, device: str, measured: str | None, force: bool
+    targets: Iterable[Path],
+    hardware: str | None,
+    device: str,
+    measured: str | None,
+    force: bool,
+    *,
+    accept: bool = False,
 ) -> list[str]:
     """DiffperfError for the first target whose platform is not the measured one (unless ``force``);
-    with ``force``, the warnings that were overridden."""
+    with ``force``, the warnings that were overridden. ``accept``: worded for ``diffperf accept`` (``--force``)."""
+    force_option = "--force" if accept else FORCE
+    measuring = "the results were measured" if accept else "this run measures"
     warnings = []
     for path in sorted(set(targets)):
         platform = file_platform(path, hardware)
         if platform is None or platform == measured:
             continue
         on = f"{device} ({measured})" if measured else f"{device}, a device of no known platform"
-        problem = f"{path} holds {platform} figures, and this run measures on {on}"
+        problem = f"{path} holds {platform} figures, and {measuring} on {on}"
         if not force:
+            verb, advice = ("accept", "accept a run on") if accept else ("regenerate", "regenerate on")
             raise DiffperfError(
-                f"refusing to regenerate: {problem}; regenerate on {platform} hardware, or pass {FORCE} "
-                "to write these figures anyway",
-                source="--regen-baselines",
+                f"refusing to {verb}: {problem}; {advice} {platform} hardware, or pass {force_option} to write "
+                "these figures anyway",
+                source=None if accept else "--regen-baselines",
             )
-        warnings.append(f"{FORCE}: {problem}; writing them anyway")
+        warnings.append(f"{force_option}: {problem}; writing them anyway")
     return warnings

@@ -5,7 +5,9 @@ the measured entry from ``perf.entry.entry_from_measurement``), a ``Decision`` o
 
 - ``replace``: the measured scenario replaces the existing one;
 - ``improve``: replace only when e2e improved by at least ``min_improvement`` and no top-level
-  metric (e2e, load, avg, median, DenoisingStage) got worse; otherwise keep it, saying why;
+  metric (e2e, load, avg, median, DenoisingStage) got worse, nor did the run that measured it judge a
+  regression (``regression``: ``diffperf accept`` of a run whose checks failed); otherwise keep it,
+  saying why;
 - ``tighten``: field-wise min(existing, measured); avg and median are recomputed from the
   resulting step map (and never raised), so no value ever goes up.
 
@@ -87,9 +89,13 @@ class Decision:
 
 
 def decide(
-    policy: str, existing: Mapping[str, Any] | None, measured: Mapping[str, Any], min_improvement: float = 0.05
+    policy: str,
+    existing: Mapping[str, Any] | None,
+    measured: Mapping[str, Any],
+    min_improvement: float = 0.05,
+    regression: str | None = None,
 ) -> Decision:
-    """The new entry of one scenario, and why."""
+    """The new entry of one scenario, and why (``regression``: the measuring run's own failing checks, if any)."""
     if existing is None:
         return Decision("added", dict(measured), "no baseline yet")
     action: Action
@@ -98,7 +104,7 @@ def decide(
     elif policy == "replace":
         action, entry, reason = "replaced", _merge(existing, measured), "policy replace"
     else:
-        action, entry, reason = _improve(existing, _merge(existing, measured), min_improvement)
+        action, entry, reason = _improve(existing, _merge(existing, measured), min_improvement, regression)
     return Decision(action, entry, reason, dict(existing))
 
 
@@ -115,7 +121,7 @@ def _merge(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str
 
 
 def _improve(
-    existing: Mapping[str, Any], merged: dict[str, Any], min_improvement: float
+    existing: Mapping[str, Any], merged: dict[str, Any], min_improvement: float, regression: str | None
 ) -> tuple[Action, dict[str, Any], str]:
     old_e2e, new_e2e = _number(existing, "expected_e2e_ms"), _number(merged, "expected_e2e_ms")
     if not old_e2e or new_e2e is None:
@@ -128,6 +134,8 @@ def _improve(
         old, new = _number(existing, *path), _number(merged, *path)
         if old is not None and new is not None and new > old:
             return "kept", dict(existing), f"{label} got worse: {old:.2f} -> {new:.2f} ({new / old - 1:+.1%})"
+    if regression:
+        return "kept", dict(existing), f"{e2e_text}, but the run judged a regression: {regression}"
     return "replaced", merged, f"{e2e_text}, no top-level metric worse"
 
 

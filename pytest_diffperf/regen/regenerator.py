@@ -5,15 +5,12 @@ per scenario, so a run stopped half-way keeps what it finished. In regen mode a 
 once its entry is written or deliberately kept: it is not a performance gate then. A scenario that
 cannot be measured (server error, missing case) still fails.
 
-``estimated_full_test_time_s`` is the scenario's measured wall time (warmup and measured
-requests) plus an equal share of its server's start-up time (spawn until ready): the start is
-split across every scenario of the suite that uses the same server, selected or not, so the
-estimate does not depend on ``-k``.
+``diffperf accept`` (``regen.accept``) decides and writes through the same ``write``, from the entries a
+results file's requests give.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +35,6 @@ class Regenerator:
     baselines: BaselineSet
     hardware: str | None
     metadata: dict[str, str]
-    group_sizes: Mapping[str, int]  # server group -> how many measured scenarios of the suite run on it
     announce: Callable[[str], None] = lambda _line: None  # each decision, before it is written (live)
     warnings: tuple[str, ...] = ()  # the --regen-force overrides of the platform check
 
@@ -50,7 +46,6 @@ class Regenerator:
         hardware: str | None,
         cases: Mapping[str, Case],
         scenario_ids: Sequence[str],
-        group_of: Callable[[str], str],
         cases_path: Path | None,
         *,
         device: str = "",
@@ -67,7 +62,6 @@ class Regenerator:
                 f"regeneration measures cases and {where}: pass --diffperf-cases FILE (or set diffperf_cases)",
                 source="--regen-baselines",
             )
-        ran = [sid for sid in scenario_ids if sid in cases]  # run_perf_check false too: SGLang regenerates those
         on = f"{device} ({measured or 'platform unknown'})" if device else ""
         targets = {target_file(baselines, hardware, sid) for sid in scenario_ids if sid in cases}
         warnings = check_platforms(targets, hardware, device or "an unknown device", measured, force)
@@ -76,7 +70,6 @@ class Regenerator:
             baselines,
             hardware,
             run_metadata(settings.policy, hardware, baselines.primary.parent, measured_on=on, description=description),
-            Counter(group_of(sid) for sid in ran),
             announce,
             tuple(warnings),
         )
@@ -89,26 +82,34 @@ class Regenerator:
         return target_file(self.baselines, self.hardware, scenario_id)
 
     def regenerate(
-        self, scenario_id: str, group: str, ready_s: float | None, measurement: Measurement, measure_s: float
+        self, scenario_id: str, measurement: Measurement, test_time_s: float
     ) -> tuple[ScenarioResult, dict[str, Any]]:
-        """Decide and write one scenario: the test's result, and the record the summary prints."""
-        start_share = (ready_s or 0.0) / max(1, self.group_sizes.get(group, 1))
-        measured = entry_from_measurement(measurement, full_test_time_s=measure_s + start_share)
+        """Decide and write one measured scenario (``test_time_s``: its estimated full test time): the test's
+        result, and the record the summary prints."""
+        measured = entry_from_measurement(measurement, full_test_time_s=test_time_s)
         path = self.target(scenario_id)
-
-        def announce(decision: Decision) -> None:
-            for line in decision_lines(scenario_id, str(path), decision, self.settings.dry_run):
-                self.announce(line)
-
         try:
-            decision = regenerate(path, scenario_id, measured, self.settings, self.metadata, announce)
+            record = self.write(scenario_id, measured)
         except OSError as exc:
             raise ScenarioFailure(f"{scenario_id}: cannot write {path}: {exc.strerror or exc}") from None
         except TimeoutError:
             raise ScenarioFailure(f"{scenario_id}: timed out waiting for the lock on {path}") from None
         except DiffperfError as exc:
             raise ScenarioFailure(f"{scenario_id}: {exc}") from None
-        record = {
+        result = ScenarioResult(scenario=scenario_id, verdict="pass", message=f"{record['action']}: {record['reason']}")
+        return result, record
+
+    def write(self, scenario_id: str, measured: Mapping[str, Any], regression: str | None = None) -> dict[str, Any]:
+        """Decide one scenario's new entry from its ``measured`` one (``regression``: see ``policy.decide``),
+        announce it and (unless a dry run) write it under the file's lock: the record the summary prints."""
+        path = self.target(scenario_id)
+
+        def announce(decision: Decision) -> None:
+            for line in decision_lines(scenario_id, str(path), decision, self.settings.dry_run):
+                self.announce(line)
+
+        decision = regenerate(path, scenario_id, measured, self.settings, self.metadata, announce, regression)
+        return {
             "scenario": scenario_id,
             "file": str(path),
             "action": decision.action,
@@ -117,5 +118,3 @@ class Regenerator:
             "changes": decision.changes(),
             "written": decision.writes and not self.settings.dry_run,
         }
-        result = ScenarioResult(scenario=scenario_id, verdict="pass", message=f"{decision.action}: {decision.reason}")
-        return result, record

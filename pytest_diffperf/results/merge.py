@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from .._util.jsonfile import describe_type, read_json_object, validate
 from ..errors import DiffperfError
-from .model import OUTCOMES, RESULTS_VERSION, InconclusiveMode, ScenarioResult, fails_run
+from .model import OUTCOMES, READABLE_VERSIONS, RESULTS_VERSION, InconclusiveMode, ScenarioResult, fails_run
 
 MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
 
@@ -22,9 +22,10 @@ MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
 def read_results(path: Path) -> dict[str, Any]:
     """A results file, checked for what merging relies on."""
     doc = read_json_object(path)
-    if doc.get("version") != RESULTS_VERSION:
+    if doc.get("version") not in READABLE_VERSIONS:
+        versions = " to ".join(map(str, (READABLE_VERSIONS[0], RESULTS_VERSION)))
         raise DiffperfError(
-            f"not a diffperf results file of version {RESULTS_VERSION} (found version {doc.get('version')!r}); "
+            f"not a diffperf results file of version {versions} (found version {doc.get('version')!r}); "
             "write it with pytest --diffperf-json",
             source=str(path),
             key="version",
@@ -70,6 +71,7 @@ def merge(docs: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
             if _is_records(value):
                 merged.setdefault(key, []).extend(value)
     merged["shard"] = None
+    merged["version"] = min(doc["version"] for _, doc in docs)  # what every input carries
     merged["merged_from"] = [str(p) for p, _ in docs]
     return merged
 

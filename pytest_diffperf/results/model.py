@@ -16,7 +16,12 @@ from ..consistency.result import Status as ConsistencyStatus
 from ..perf.limits import CheckKind, CheckVerdict
 from ..verdicts.vocab import StaticVerdict, StopReason, Verdict
 
-RESULTS_VERSION = 2  # 2: "case" became "scenario"; every scenario carries its outcome
+# 2: "case" became "scenario"; every scenario carries its outcome.
+# 3: what a baseline entry is built from (``diffperf accept``): each request row's own server load, and each
+#    scenario's ``measurement`` (frames, wall time, its share of the server's start).
+RESULTS_VERSION = 3
+READABLE_VERSIONS = (2, 3)  # merged, compared and followed in a history; accepted from 3 on
+ENTRY_VERSION = 3  # the first version whose files carry the figures of a baseline entry
 
 # The performance verdict of a scenario; "inconclusive": the evidence supports neither a pass nor a fail.
 ScenarioVerdict = Literal["pass", "fail", "inconclusive", "unguarded", "unjudged", "error", "skipped"]
@@ -161,6 +166,18 @@ class NoiseRecord(BaseModel):
     attribution: AttributionRecord | None = None  # of a failing e2e check: the stages that explain it
 
 
+class MeasurementRecord(BaseModel):
+    """What a baseline entry needs beyond the request rows: ``diffperf accept`` builds it from both, as
+    ``--regen-baselines`` builds it from the measurement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_frames: int | None = None
+    is_video: bool = False
+    wall_s: float | None = None  # the warmup and measured requests on the first server (None: an A/B run)
+    start_share_s: float | None = None  # the server's start-up time split over the suite's scenarios on it
+
+
 class ScenarioResult(BaseModel):
     """One scenario: its per-request rows, every check, its verdicts and the server that ran it."""
 
@@ -176,6 +193,7 @@ class ScenarioResult(BaseModel):
     consistency: dict[str, Any] | None = None  # the output-vs-ground-truth result, when compared
     ab: ABRecord | None = None  # the A/B run against a base build (--diffperf-base)
     noise: NoiseRecord | None = None  # the static checks judged with the run's noise
+    measurement: MeasurementRecord | None = None  # with the rows: the baseline entry this run measured
 
     @field_validator("consistency")
     @classmethod

@@ -12,6 +12,7 @@ import datetime
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -48,6 +49,7 @@ FIELDS = (
     "runner_prefix",
     "host",
     "python",
+    "ci_run",
 )
 
 
@@ -68,6 +70,9 @@ class Provenance(BaseModel):
     runner_prefix: str | None = None  # the runner_overrides prefix applied
     host: str | None = None
     python: str | None = None
+    ci_run: str | None = (
+        None  # the CI run's page (GitHub Actions: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID)
+    )
 
     def line(self) -> str:
         """One header line."""
@@ -135,4 +140,11 @@ def collect(
         runner_prefix=runner_prefix,
         host=platform.node() or None,
         python=f"{platform.python_version()} ({sys.implementation.name})",
+        ci_run=ci_run(os.environ),
     )
+
+
+def ci_run(env: Mapping[str, str]) -> str | None:
+    """The GitHub Actions run's page, when the run is one."""
+    server, repo, run = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None

@@ -20,7 +20,7 @@ from ..perf.limits import CheckKind
 from ..perf.measurement import Measurement
 from ..perf.schema import Tolerances
 from ..results.ab import judge_ab
-from ..results.model import ScenarioResult, fails_run
+from ..results.model import MeasurementRecord, ScenarioResult, fails_run
 from ..results.noisy import judge_noisy, pooled
 from ..results.verdict import (
     E2E_AND_LOAD,
@@ -136,13 +136,15 @@ class ScenarioItem(pytest.Item):
         self, session: DiffperfSession, samples: Sequence[Sample], measurement: Measurement, measure_s: float
     ) -> ScenarioResult:
         """Regenerated (regeneration run), unjudged (no profile), failed for want of a baseline, or judged by
-        the limit engine (e2e and load alone with run_perf_check false, as SGLang); with the rows and the server."""
+        the limit engine (e2e and load alone with run_perf_check false, as SGLang); with the rows (each request's
+        own server load), what a baseline entry needs besides them, and the server."""
         assert self.case is not None
         assert self.server is not None
-        assert self.spec is not None
+        start_share = session.start_share(self.name, self.server.ready_s)
+        attempts = [(list(samples), measurement)]
         regen = get_regen(self.config)
         if regen is not None:
-            result, record = regen.regenerate(self.name, self.spec.key, self.server.ready_s, measurement, measure_s)
+            result, record = regen.regenerate(self.name, measurement, measure_s + start_share)
             self.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
         elif session.settings.profile is None:
             result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")
@@ -155,39 +157,43 @@ class ScenarioItem(pytest.Item):
             vram, host_anon = session.memory_checks()
             kinds = None if self.case.run_perf_check else E2E_AND_LOAD
             if session.static_policy is not None and self.case.perf_repeat_requests >= 2:
-                result, samples, measurement = self._remeasured(
-                    session, samples, measurement, tolerances, measure_s, kinds=kinds, vram=vram, host_anon=host_anon
+                result, attempts = self._remeasured(
+                    session, attempts, tolerances, measure_s, kinds=kinds, vram=vram, host_anon=host_anon
                 )
+                measurement = pooled([m for _, m in attempts])
             else:
                 result = judge_limits(
                     self.name, self.baseline, measurement, tolerances, session.preset, step_fractions,
                     kinds=kinds, vram=vram, host_anon=host_anon,
                 )  # fmt: skip
-        result.rows = request_rows(self.name, samples, measurement, session.baselines.step_fractions)
+        step_fractions = session.baselines.step_fractions
+        result.rows = [row for batch, m in attempts for row in request_rows(self.name, batch, m, step_fractions)]
         result.measured = judged_values(measurement, session.preset)
+        result.measurement = MeasurementRecord(
+            num_frames=self.case.num_frames, is_video=self.case.is_video, wall_s=round(measure_s, 3),
+            start_share_s=round(start_share, 3),
+        )  # fmt: skip
         result.server = self.server.info()
         return result
 
     def _remeasured(
         self,
         session: DiffperfSession,
-        samples: Sequence[Sample],
-        measurement: Measurement,
+        attempts: list[tuple[list[Sample], Measurement]],
         tolerances: Tolerances,
         measure_s: float,
         *,
         kinds: Collection[CheckKind] | None,
         vram: bool,
         host_anon: bool,
-    ) -> tuple[ScenarioResult, list[Sample], Measurement]:
+    ) -> tuple[ScenarioResult, list[tuple[list[Sample], Measurement]]]:
         """Static mode with the run's noise: judged on every attempt so far, re-measured on a fresh
-        server while ``verdicts.static.remeasure`` says so; all attempts' samples, pooled."""
+        server while ``verdicts.static.remeasure`` says so; every attempt's samples and measurement."""
         assert self.case is not None
         assert self.baseline is not None
         assert self.spec is not None
         assert session.static_policy is not None
         started = time.monotonic() - measure_s
-        attempts = [(list(samples), measurement)]
         while True:
             judged = judge_noisy(
                 self.name, self.baseline, [m for _, m in attempts], tolerances, session.preset,
@@ -201,7 +207,7 @@ class ScenarioItem(pytest.Item):
             timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
             more = measure(self.server, session.launcher, self.case, timeout)
             attempts.append((more, measurement_of(more, self.case, self.server.load_ms)))
-        return judged.result, [s for batch, _ in attempts for s in batch], pooled([m for _, m in attempts])
+        return judged.result, attempts
 
     def _ab(self) -> ABRun | None:
         """The run's A/B settings when this scenario is judged A/B (its performance is checked)."""
@@ -222,6 +228,8 @@ class ScenarioItem(pytest.Item):
             )
         finally:
             servers.close()
+        # each side's entry comes from its own rows; no wall time of a single server to estimate the test's from
+        judged.result.measurement = MeasurementRecord(num_frames=self.case.num_frames, is_video=self.case.is_video)
         messages = self._judged(session, judged.result, judged.output)
         if messages:
             logs = "\n".join(f"{s['side']} server {s['process_pair'] + 1}: {s['log']}" for s in servers.started)

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections import defaultdict
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +17,8 @@ from ..errors import DiffperfError
 from ..regen.policy import RegenSettings
 from ..regen.regenerator import Regenerator
 from ..regen.summary import summary_lines
-from ..regen.writer import diff
+from ..regen.writer import diffs
 from ..results.provenance import measured_on
-from ..serving.launchers import group_key
 from .session import DiffperfSession
 
 REGEN_KEY: pytest.StashKey[Regenerator] = pytest.StashKey()
@@ -36,7 +33,7 @@ def start_regen(config: pytest.Config, session: DiffperfSession) -> None:
         ids = session.scenario_ids()
         device, measured = measured_on(session.launcher.name)
         run = Regenerator.start(
-            settings, session.baselines, s.diffperf_hardware, session.cases, ids, group_key(session.cases, session.launcher.name),
+            settings, session.baselines, s.diffperf_hardware, session.cases, ids,
             s.diffperf_cases, device=device, measured=measured, force=s.regen_force,
             description=s.regen_description, announce=session.pool.progress,
         )  # fmt: skip
@@ -77,12 +74,5 @@ class RegenSummary:
         for line in summary_lines(list(self.records.values()), self.settings):
             write(line)
         if self.settings.dry_run:
-            for text in self.diffs():
+            for text in diffs(self.records.values(), self.metadata):
                 terminalreporter.write(text)
-
-    def diffs(self) -> list[str]:
-        per_file: dict[str, list[tuple[str, dict]]] = defaultdict(list)
-        for record in self.records.values():
-            if record["action"] != "kept":
-                per_file[record["file"]].append((record["scenario"], record["entry"]))
-        return [diff(Path(file), entries, self.metadata) for file, entries in per_file.items()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ class DiffperfSession:
     ab: ABRun | None = None  # --diffperf-base: every scenario A/B against the base build
     static_policy: StaticPolicy | None = None  # None: stored-baseline checks by SGLang's rule alone
     inconclusive: InconclusiveMode = "report"
+    _sharing: Counter[str] | None = field(default=None, repr=False)  # server group -> scenarios of the suite on it
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
@@ -137,6 +139,14 @@ class DiffperfSession:
             no_scenario=[s for s in scenario_ids if s in self.cases and s not in self.baselines.scenarios],
             not_expressible={s: self.not_expressible[s] for s in scenario_ids if s in self.not_expressible},
         )
+
+    def start_share(self, scenario_id: str, ready_s: float | None) -> float:
+        """The scenario's share of its server's start-up time: split over every scenario of the suite that uses the
+        same server, selected or not (so ``estimated_full_test_time_s`` does not depend on ``-k``)."""
+        if self._sharing is None:
+            group_of = group_key(self.cases, self.launcher.name)
+            self._sharing = Counter(group_of(sid) for sid in self.scenario_ids() if sid in self.cases)
+        return (ready_s or 0.0) / max(1, self._sharing.get(group_key(self.cases, self.launcher.name)(scenario_id), 1))
 
     def memory_checks(self) -> tuple[bool, bool]:
         """(VRAM, host memory) judged on this platform: where its server reports them (all when it is not set)."""

@@ -1,0 +1,71 @@
+"""A scenario result's baseline entry: its measurement rebuilt from the request rows of a results file, built
+by ``perf.entry`` exactly as ``--regen-baselines`` builds it (every figure from the median-e2e request).
+
+Rows are read back as the perf records they were made from (stages, steps, memory snapshots), each
+with its own server's load (a re-measured scenario's rows come from several servers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._util.jsonfile import validate
+from ..errors import DiffperfError
+from ..perf.entry import entry_from_measurement
+from ..perf.measurement import Measurement
+from ..protocol import MemorySnapshot, PerfRecord, StageRecord
+from .model import ScenarioResult
+
+
+class RequestRow(BaseModel):
+    """The figures of one measured request, as the results file's ``rows`` hold them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    scenario: str
+    e2e_ms: float
+    load_ms: float | None = None
+    stages_ms: dict[str, float]
+    steps_ms: list[float]
+    memory_mb: dict[str, MemorySnapshot] = Field(default_factory=dict)
+    side: str | None = None  # an A/B run's: base or candidate
+
+    def record(self, index: int) -> PerfRecord:
+        stages = [StageRecord(name=name, execution_time_ms=ms) for name, ms in self.stages_ms.items()]
+        return PerfRecord(
+            request_id=str(index),
+            stages=stages,
+            steps=self.steps_ms,
+            total_duration_ms=self.e2e_ms,
+            memory_snapshots=self.memory_mb,
+        )
+
+
+def rows_of(doc: dict[str, Any], path: Path) -> dict[str, list[RequestRow]]:
+    """Each scenario's request rows of a (merged) results document, checked; ``path`` names it in errors."""
+    out: dict[str, list[RequestRow]] = {}
+    rows = doc.get("rows") or []
+    for i, row in enumerate(rows if isinstance(rows, list) else []):
+        parsed = validate(RequestRow, row, path, f"rows.{i}")
+        out.setdefault(parsed.scenario, []).append(parsed)
+    return out
+
+
+def measured_entry(result: ScenarioResult, rows: list[RequestRow], side: str | None = None) -> dict[str, Any]:
+    """The baseline entry ``result``'s requests (of one A/B ``side``) measured; DiffperfError without any."""
+    mine = [r for r in rows if r.side == side]
+    if not mine or result.measurement is None:
+        raise DiffperfError("no measured requests")
+    info = result.measurement
+    measurement = Measurement.from_records(
+        [r.record(i) for i, r in enumerate(mine)], num_frames=info.num_frames, is_video=info.is_video
+    )
+    loads = [r.load_ms for r in mine]
+    if all(ms is not None for ms in loads):
+        measurement = replace(measurement, load_ms=[float(ms) for ms in loads if ms is not None])
+    wall = None if info.wall_s is None or side is not None else info.wall_s + (info.start_share_s or 0.0)
+    return entry_from_measurement(measurement, full_test_time_s=wall)
