@@ -10,7 +10,7 @@ from .._util.keywords import keyword_matcher
 from ..errors import DiffperfError
 from ..perf.baselines import load_baselines
 from ..regen.accept import SIDES, Inputs, plan, regenerator
-from ..regen.policy import POLICIES, RegenSettings
+from ..regen.policy import POLICIES, RegenSettings, parse_min_improvement
 from ..regen.summary import summary_lines
 from ..regen.writer import diffs
 
@@ -50,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = RegenSettings.parse(args.policy, args.min_improvement, args.dry_run)
+    settings = RegenSettings(
+        args.policy, parse_min_improvement(args.min_improvement, "--min-improvement"), args.dry_run
+    )
     select = keyword_matcher(args.keyword)
     inputs = Inputs.read(results_paths(args.results))
     hardware = inputs.merged.get("hardware")

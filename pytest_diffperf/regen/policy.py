@@ -48,17 +48,15 @@ def parse_policy(raw: object) -> str:
     return policy
 
 
-def parse_min_improvement(raw: object) -> float:
-    """``5%`` or ``0.05``: a fraction in [0, 1)."""
+def parse_min_improvement(raw: object, option: str = "--regen-min-improvement") -> float:
+    """``5%`` or ``0.05``: a fraction in [0, 1) (``option`` names it in the error)."""
     text = str(raw).strip()
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         value = math.nan
     if not 0 <= value < 1:
-        raise DiffperfError(
-            f"expected a fraction in [0, 1) such as 0.05 or 5%, got {raw!r}", source="--regen-min-improvement"
-        )
+        raise DiffperfError(f"expected a fraction in [0, 1) such as 0.05 or 5%, got {raw!r}", source=option)
     return value
 
 

@@ -107,6 +107,15 @@ def test_improve_threshold_is_the_option():
     assert decide("improve", EXISTING, measured(), 0.10).action == "replaced"
 
 
+def test_improve_keeps_a_gain_its_run_judged_a_regression_and_only_improve_looks():
+    # SGLang's rule: ">= 5 % e2e improvement and no regression", each replaced whole with one request's values
+    regression = "DecodingStage failed (profile pr_test)"
+    d = decide("improve", EXISTING, measured(), regression=regression)
+    assert (d.action, d.entry) == ("kept", EXISTING)
+    assert d.reason == "e2e 600.00 -> 540.00 ms (-10.0%), but the run judged a regression: " + regression
+    assert decide("replace", EXISTING, measured(), regression=regression).action == "replaced"
+
+
 def test_improve_on_an_unguarded_baseline_keeps_it():
     d = decide("improve", {**EXISTING, "expected_e2e_ms": 0.0}, measured())
     assert (d.action, d.reason) == ("kept", "the baseline's e2e is 0 or missing: nothing to improve on")
