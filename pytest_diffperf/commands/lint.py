@@ -7,14 +7,20 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from .._util.findings import Finding, read_for_lint
-from ..cases import is_case_document, lint_case_doc
-from ..consistency.thresholds import is_threshold_document, lint_threshold_doc, threshold_files
+from ..cases import Case, is_case_document, lint_case_doc, load_case_file
+from ..consistency.thresholds import is_threshold_document, lint_threshold_doc, load_thresholds, threshold_files
 from ..errors import DiffperfError
-from ..perf.baselines import baseline_files
+from ..perf.baselines import baseline_files, load_baselines
 from ..perf.lint import lint_baseline_doc, lint_baselines
 from ..platforms import canonical_platform
+from ..regen.unused import Unused, prune, unused_entries
+from ..sglang.caselist import DEFAULT_SUITES
+from ..sglang.source import is_sglang_source
+
+T = TypeVar("T")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,11 +35,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--hardware", help="in a folder, lint only the files this platform loads")
     parser.add_argument("--strict", action="store_true", help="warnings fail too")
     parser.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    parser.add_argument(
+        "--cases",
+        metavar="FILE",
+        help="the case file (JSON, or SGLang's gpu_cases.py read as on --hardware): report the baseline scenarios, "
+        "thresholds entries and ground-truth files no case uses (default: the case files among FILE)",
+    )
+    parser.add_argument("--gt-dir", metavar="DIR", help="the ground-truth folder, for its files no case uses")
+    parser.add_argument(
+        "--prune", action="store_true", help="remove what no case uses (the diff printed; atomic, locked writes)"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="with --prune: print the diff, change nothing")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if (args.prune or args.dry_run or args.gt_dir) and not (args.cases or _case_files(args.files)):
+        option = "--prune" if args.prune else "--dry-run" if args.dry_run else "--gt-dir"
+        raise DiffperfError("needs the cases to know what is unused: pass --cases FILE", source=option)
+    if args.dry_run and not args.prune:
+        raise DiffperfError("only applies with --prune", source="--dry-run")
     findings = lint_paths(args.files, args.hardware)
+    cases = args.cases or _case_files(args.files)
+    if cases:
+        unused = find_unused(args.files, args.hardware, cases, Path(args.gt_dir) if args.gt_dir else None)
+        if args.prune:
+            changed = prune(
+                unused, dry_run=args.dry_run, show=lambda text: print(text, end="" if text.endswith("\n") else "\n")
+            )
+            print(
+                f"pruned {len(unused)} unused entr{'y' if len(unused) == 1 else 'ies'}"
+                + (" (dry run, nothing changed)" if args.dry_run else f" ({len(changed)} file(s) changed)")
+            )
+            unused = unused if args.dry_run else []
+        findings += [Finding("warning", str(u.file), u.name, "", u.message()) for u in unused]
     if args.json:
         print(json.dumps([f.to_dict() for f in findings], indent=2))
     else:
@@ -63,6 +98,8 @@ def lint_paths(paths: Iterable[str | Path], hardware: str | None = None) -> list
                 out += lint_file(f, skip_unknown=True)
         else:
             found = [_try(baseline_files, path, hardware), _try(threshold_files, path, hardware)]
+            if found[0] and _is_thresholds(found[0][0]):  # consistency_thresholds/h100.json is named like a baseline
+                found[0] = []
             if not any(found):
                 raise DiffperfError(f"no baseline or threshold files for platform {hardware!r}", source=str(path))
             out += lint_baselines(path, hardware) if found[0] else []
@@ -85,6 +122,53 @@ def lint_file(path: Path, *, skip_unknown: bool = False) -> list[Finding]:
         return out
     message = "neither a baseline file (no 'scenarios'), a threshold file (no 'cases' object) nor a case file (no 'cases' list)"
     return [*out, Finding("error", str(path), "", "", message)]
+
+
+def _is_thresholds(path: Path) -> bool:
+    data, _ = read_for_lint(path)
+    return data is not None and is_threshold_document(data)
+
+
+def _case_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The JSON case files among the linted paths (a folder's too)."""
+    found = []
+    for path in map(Path, paths):
+        for f in sorted(path.rglob("*.json")) if path.is_dir() else [path] if path.is_file() else []:
+            data, _ = read_for_lint(f)
+            if data is not None and "scenarios" not in data and is_case_document(data):
+                found.append(f)
+    return found
+
+
+def find_unused(
+    paths: Iterable[str | Path], hardware: str | None, cases: str | Path | list[Path], gt_dir: Path | None
+) -> list[Unused]:
+    """The baseline scenarios, thresholds entries and ground-truth files of ``paths`` (and ``gt_dir``) that no case
+    of ``cases`` uses. SGLang's case lists count the cases of every platform (its h100 thresholds file is the
+    base every platform merges: a B200 case's entry there is used on B200)."""
+    by_id: dict[str, Case] = {}
+    known: set[str] = set()
+    for f in cases if isinstance(cases, list) else [Path(cases)]:
+        case_file = load_case_file(f, hardware)
+        by_id.update({c.id: c for c in case_file.cases})
+        known |= {e.id for e in case_file.not_expressible}
+        for platform in DEFAULT_SUITES if is_sglang_source(f) else ():
+            other = load_case_file(f, platform)
+            known |= {c.id for c in other.cases} | {e.id for e in other.not_expressible}
+    out = unused_entries(by_id, known, gt_dir=gt_dir, hardware=hardware)
+    for path in map(Path, paths):
+        baselines = _load(load_baselines, path, hardware)
+        thresholds = _load(load_thresholds, path, hardware)
+        out += unused_entries(by_id, known, baselines=baselines, hardware=hardware, thresholds=thresholds)
+    return list(dict.fromkeys(out))
+
+
+def _load(load: Callable[[Path, str | None], T], path: Path, hardware: str | None) -> T | None:
+    """What ``load`` reads at ``path`` (None when there is none of its kind)."""
+    try:
+        return load(path, hardware)
+    except DiffperfError:
+        return None
 
 
 def _try(resolve: Callable[[Path, str], list[Path]], path: Path, hardware: str) -> list[Path]:

@@ -54,6 +54,33 @@ def set_member(text: str, path: Sequence[str], value: Any) -> str:
     raise AssertionError("unreachable")
 
 
+def remove_member(text: str, path: Sequence[str]) -> str:
+    """``text`` without the member at ``path`` (with its line when it has one); unchanged when it is absent."""
+    if not path:
+        raise ValueError("empty path")
+    start = _skip(text, 0)
+    if text[start : start + 1] != "{":
+        raise DiffperfError("expected a JSON object at the top level")
+    for depth, key in enumerate(path):
+        members = _members(text, start)
+        index = next((i for i, m in enumerate(members) if m.key == key), None)
+        if index is None:
+            return text
+        found = members[index]
+        if depth < len(path) - 1:
+            if text[found.value_start] != "{":
+                raise DiffperfError("expected an object", key=".".join(path[: depth + 1]))
+            start = found.value_start
+            continue
+        if index > 0:  # from the end of the member before (its comma goes) to the end of this one
+            return text[: members[index - 1].value_end] + text[found.value_end :]
+        if len(members) > 1:  # the first of several: up to the next member's key
+            return text[: found.key_start] + text[members[1].key_start :]
+        close = _skip(text, found.value_end)  # the only member: an empty object
+        return text[:start] + "{}" + text[close + 1 :]
+    raise AssertionError("unreachable")
+
+
 def _nest(keys: Sequence[str], value: Any) -> Any:
     for key in reversed(keys):
         value = {key: value}

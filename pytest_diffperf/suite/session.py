@@ -202,12 +202,17 @@ class DiffperfSession:
             )
         return lines
 
-    def lint_command(self) -> str:
-        """The ``diffperf lint`` command that lists the findings the header counts."""
-        hardware = self.settings.diffperf_hardware
-        return shlex.join(
-            ["diffperf", "lint", str(self.settings.diffperf_baselines), *(["--hardware", hardware] if hardware else [])]
-        )
+    def lint_command(self, *, prune: bool = False) -> str:
+        """The ``diffperf lint`` command that lists the findings the header counts (``prune``: and removes what no
+        case uses: with the case file, thresholds and ground-truth folder of this run)."""
+        s = self.settings
+        hardware = ["--hardware", s.diffperf_hardware] if s.diffperf_hardware else []
+        extra: list[str] = []
+        if prune:
+            thresholds = [str(s.diffperf_thresholds)] if s.diffperf_thresholds and self.consistency else []
+            gt_dir = self.consistency.gt_dir if self.consistency is not None else None
+            extra = [*thresholds, f"--cases={s.diffperf_cases}", *([f"--gt-dir={gt_dir}"] if gt_dir else []), "--prune"]
+        return shlex.join(["diffperf", "lint", str(s.diffperf_baselines), *extra, *hardware])
 
     def close(self) -> None:
         self.pool.release()

@@ -2,6 +2,8 @@
 
 After collection (``-k`` and shards applied) the terminal shows those of the selected tests; under
 xdist, where the controller collects nothing, the terminal summary lists those of the tests that ran.
+A run over a whole baseline file (every scenario of the platform collected: no ``-k``, no shard) ends
+with what no case uses (``regen.unused``): scenarios, thresholds entries, ground-truth files.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ..perf.baselines import select_scenarios
+from ..regen.unused import Unused, unused_entries
 from .report import SCENARIO_PROPERTY
 from .session import DiffperfSession
 from .stash import SCENARIO_KEY
@@ -20,6 +24,7 @@ class UnmatchedReport:
         self.session = session
         self.listed = False  # listed after this process's collection
         self.ran: list[str] = []
+        self.collected: list[str] = []
 
     @pytest.hookimpl
     def pytest_report_collectionfinish(
@@ -27,6 +32,7 @@ class UnmatchedReport:
     ) -> list[str]:
         self.listed = True
         scenarios = [s for item in items if (s := item.stash.get(SCENARIO_KEY, None)) is not None]
+        self.collected = scenarios
         return self.session.unmatched(scenarios).lines()
 
     @pytest.hookimpl
@@ -42,3 +48,21 @@ class UnmatchedReport:
             terminalreporter.section("diffperf: cases and scenarios that do not meet")
             for line in lines:
                 terminalreporter.write_line(line)
+        unused = self.unused()
+        if unused:
+            terminalreporter.section("diffperf: unused entries")
+            for u in unused:
+                terminalreporter.write_line(u.line())
+            terminalreporter.write_line(f"diffperf: {self.session.lint_command(prune=True)} removes them")
+
+    def unused(self) -> list[Unused]:
+        """What no case uses, when this run covered the whole baseline file of its platform (else nothing)."""
+        session = self.session
+        whole = select_scenarios(session.baselines, {}, session.settings.diffperf_hardware)
+        if not session.cases or not set(whole) <= set(self.collected or self.ran):
+            return []
+        gt_dir = session.consistency.gt_dir if session.consistency is not None else None
+        return unused_entries(
+            session.cases, session.not_expressible, baselines=session.baselines,
+            hardware=session.settings.diffperf_hardware, thresholds=session.thresholds, gt_dir=gt_dir,
+        )  # fmt: skip

@@ -1,4 +1,4 @@
-"""jsonedit.set_member: the edited member changes, every other byte stays."""
+"""jsonedit.set_member and remove_member: the edited member changes, every other byte stays."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.regen.jsonedit import set_member
+from pytest_diffperf.regen.jsonedit import remove_member, set_member
 
 DOC: dict[str, dict[str, Any]] = {"metadata": {"a": 1}, "scenarios": {"x": {"v": [1, 2]}, "y": {"v": 2}}}
 
@@ -77,3 +77,19 @@ def test_result_is_the_updated_document(doc, outer, inner, value, indent):
     others = {k: v for k, v in doc.items() if k != outer}
     for key, member in others.items():  # untouched members keep their exact text
         assert json.dumps({key: member}, indent=indent)[1:-1].strip() in new
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "expected"),
+    [
+        ('{\n    "a": 1,\n    "b": {"x": 2},\n    "c": 3\n}', ("b",), '{\n    "a": 1,\n    "c": 3\n}'),
+        ('{\n    "a": 1,\n\n    "b": 2\n}', ("a",), '{\n    "b": 2\n}'),  # the first: up to the next key
+        ('{"a": 1, "b": 2}', ("b",), '{"a": 1}'),
+        ('{"s": {"only": {"x": 1}}, "m": 1}', ("s", "only"), '{"s": {}, "m": 1}'),
+        ('{"s": {"x": 1}}', ("s", "absent"), '{"s": {"x": 1}}'),
+        ('{"s": {"x": 1}}', ("absent", "x"), '{"s": {"x": 1}}'),
+    ],
+)
+def test_remove_member_keeps_every_other_byte(text, path, expected):
+    assert remove_member(text, path) == expected
+    assert json.loads(expected) is not None
