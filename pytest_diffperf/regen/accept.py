@@ -168,6 +168,7 @@ def regenerator(
         settings.policy, hardware, baselines.primary.parent,
         measured_on=f"{device} ({platform or 'platform unknown'})" if device else "",
         description=description, tool=SOURCE, source_run=inputs.run_line(), commit=provenance.get("commit"),
+        device=device, runner=provenance.get("runner"),
     )  # fmt: skip
     if not settings.dry_run:
         for sid in scenario_ids:

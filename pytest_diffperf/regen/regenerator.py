@@ -11,6 +11,7 @@ results file's requests give.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,15 @@ class Regenerator:
             settings,
             baselines,
             hardware,
-            run_metadata(settings.policy, hardware, baselines.primary.parent, measured_on=on, description=description),
+            run_metadata(
+                settings.policy,
+                hardware,
+                baselines.primary.parent,
+                measured_on=on,
+                description=description,
+                device=device or None,
+                runner=os.environ.get("RUNNER_NAME") or None,
+            ),
             announce,
             tuple(warnings),
         )

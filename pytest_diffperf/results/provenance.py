@@ -148,3 +148,25 @@ def ci_run(env: Mapping[str, str]) -> str | None:
     """The GitHub Actions run's page, when the run is one."""
     server, repo, run = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
     return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
+
+
+def machine_note(metadata: object, baseline: str, provenance: Provenance, hardware: str | None) -> str | None:
+    """One line when the baseline file's figures were measured on another device or runner than this run's
+    (``metadata.measured_device`` / ``measured_runner``, which regeneration and ``diffperf accept`` record), or,
+    on cpu, where figures belong to one machine, when the file does not say; None otherwise."""
+    meta = metadata if isinstance(metadata, dict) else {}
+    device, runner = meta.get("measured_device"), meta.get("measured_runner")
+    here = f"{provenance.device}" + (f", runner {provenance.runner}" if provenance.runner else "")
+    if device is None:
+        if (hardware or provenance.measured_platform) != "cpu":
+            return None
+        there = "a machine it does not name"
+    elif device != provenance.device or (runner and provenance.runner and runner != provenance.runner):
+        there = f"{device}" + (f", runner {runner}" if runner else "")
+    else:
+        return None
+    return (
+        f"{baseline} was measured on {there}, this run measures on {here}: timings of another machine; for "
+        f"decisive verdicts record this one once (pytest --regen-baselines --diffperf-baselines=FILE, or diffperf "
+        f"accept of a run's --diffperf-json), then judge against it"
+    )

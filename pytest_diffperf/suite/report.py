@@ -20,7 +20,7 @@ from .._util.text import format_table
 from ..errors import DiffperfError
 from ..results import history
 from ..results.model import RESULTS_VERSION, ScenarioResult
-from ..results.provenance import Provenance, collect
+from ..results.provenance import Provenance, collect, machine_note
 from ..results.stepsummary import markdown, totals
 from ..results.tables import ordered, summary_table
 from .logdir import describe
@@ -73,8 +73,14 @@ class ResultsCollector:
         if session is None:
             return []
         note = detached_paths_note(config)
+        primary = session.baselines.primary
+        machine = machine_note(
+            session.baselines.raw[primary].get("metadata"), str(primary), self.provenance(session),
+            session.settings.diffperf_hardware,
+        )  # fmt: skip
         return [
             f"diffperf: {self.provenance(session).line()}",
+            *([f"diffperf: note: {machine}"] if machine else []),
             describe(config, session.workdir),
             *case_file_lines(session),
             *([f"diffperf: warning: {note}"] if note else []),
