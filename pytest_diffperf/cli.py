@@ -17,11 +17,11 @@ import sys
 from . import __version__
 from .errors import DiffperfError
 
-SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "accept", "trend", "compare", "import-cases")
+SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "accept", "trend", "compare", "import-cases", "bisect")
 DESCRIPTION = (
     "Tools around pytest-diffperf's performance baselines and results: check and inspect baseline and case "
     "files, split a suite into CI shards and merge their results, write baselines from a run's results, follow a history of runs, convert SGLang's "
-    "case lists, and run the cross-framework serving comparison. The checks themselves run in pytest: "
+    "case lists, run the cross-framework serving comparison, and bisect to the commit that regressed. The checks themselves run in pytest: "
     "pytest --diffperf=PROFILE."
 )
 EPILOG = "Options may go anywhere after the subcommand. diffperf SUBCOMMAND --help shows each one's options."

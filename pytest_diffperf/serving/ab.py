@@ -64,6 +64,7 @@ class SideServer:
     side: Side
     spec: SideSpec
     launcher: Launcher
+    commit: str | None = None  # the commit it serves, where known
 
     def server_spec(self, spec: ServerSpec) -> ServerSpec:
         """A case's server spec with this side's serve args and environment."""
@@ -72,11 +73,15 @@ class SideServer:
         env.update(self.spec.env)
         if self.spec.pythonpath:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (*self.spec.pythonpath, os.environ.get("PYTHONPATH")) if p)
+            # ``python -m`` puts the working folder first, before PYTHONPATH: a checkout of the same package
+            # there (the bundled suite's repository root) would shadow the side's (Python >= 3.11 obeys this)
+            env["PYTHONSAFEPATH"] = "1"
         return replace(spec, serve_args=serve_args, extra_env=tuple(sorted(env.items())))
 
 
-def resolve_side(side: Side, spec: SideSpec, launcher: Launcher, source: str) -> SideServer:
-    """The side's launcher; a ``DiffperfError`` when its program or a path does not exist."""
+def resolve_side(side: Side, spec: SideSpec, launcher: Launcher, source: str, commit: str | None = None) -> SideServer:
+    """The side's launcher; a ``DiffperfError`` when its program or a path does not exist. ``spec`` is
+    served as it is: a ``git=`` side built first (:mod:`.gitside`)."""
     if spec.python is not None or spec.program:
         key = "python" if spec.python is not None else "program"
         if type(launcher).command is not Launcher.command:
@@ -94,7 +99,7 @@ def resolve_side(side: Side, spec: SideSpec, launcher: Launcher, source: str) ->
     for path in spec.pythonpath:
         if not Path(path).is_dir():
             raise DiffperfError(f"{path!r} is not a folder", source=source, key="pythonpath")
-    return SideServer(side, spec, launcher)
+    return SideServer(side, spec, launcher, commit)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
 from ..results.model import InconclusiveMode
 from ..serving.ab import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
+from ..serving.gitside import GitCheckouts
 from ..serving.launchers import Launcher, ServerSpec
 from ..serving.pool import ServerPool
 from ..serving.sidespec import parse_side_spec
@@ -43,6 +44,7 @@ class ABRun:
     design: ABDesign
     policy: VerdictPolicy
     mode: ServerMode
+    checkouts: GitCheckouts | None = None  # the git= sides' worktrees, removed at close
 
     def servers(self, case: Case, spec: ServerSpec, timeout: float) -> ABServers:
         return ABServers(self.sides, self.pools, case, spec, timeout, self.mode)
@@ -50,6 +52,8 @@ class ABRun:
     def close(self) -> None:
         for pool in self.pools.values():
             pool.release()
+        if self.checkouts is not None:
+            self.checkouts.close()
 
 
 def noise_priors(settings: Settings) -> NoisePriors | None:
@@ -85,8 +89,10 @@ def ab_run(
     workdir: Path,
     devices: DeviceShare,
     progress: Callable[[str], None],
+    home: Path,
 ) -> ABRun | None:
-    """The run's A/B settings (None without ``--diffperf-base``)."""
+    """The run's A/B settings (None without ``--diffperf-base``); ``git=`` sides are checked out (from the
+    repository of ``home``, the folder the tests run from) before it returns."""
     if settings.diffperf_base is None:
         if settings.diffperf_candidate.strip() != "current":
             raise DiffperfError(
@@ -99,10 +105,7 @@ def ab_run(
         raise DiffperfError("regeneration measures one build: drop --diffperf-base", source="--diffperf-base")
     tolerances = baselines.profile(settings.profile)
     texts = {"base": settings.diffperf_base, "candidate": settings.diffperf_candidate}
-    sides = {
-        side: resolve_side(side, parse_side_spec(texts[side], f"--diffperf-{side}"), launcher, f"--diffperf-{side}")
-        for side in SIDES
-    }
+    specs = {side: parse_side_spec(texts[side], f"--diffperf-{side}") for side in SIDES}
     design = ABDesign(
         request_pairs=_count(settings.diffperf_ab_request_pairs, "--diffperf-ab-request-pairs"),
         max_process_pairs=_count(settings.diffperf_ab_max_process_pairs, "--diffperf-ab-max-process-pairs"),
@@ -111,6 +114,16 @@ def ab_run(
     )
     mode = _choice(settings.diffperf_ab_servers, SERVER_MODES, "--diffperf-ab-servers")
     policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors, mode)
+    checkouts = GitCheckouts(home, progress)
+    try:
+        built = {side: checkouts.build(specs[side], f"--diffperf-{side}") for side in SIDES}
+        sides = {
+            side: resolve_side(side, built[side].spec, launcher, f"--diffperf-{side}", built[side].commit)
+            for side in SIDES
+        }
+    except BaseException:
+        checkouts.close()
+        raise
     pools = {
         side: ServerPool(
             workdir / side,
@@ -123,7 +136,7 @@ def ab_run(
         )
         for side in SIDES
     }
-    return ABRun(sides, pools, design, policy, mode)
+    return ABRun(sides, pools, design, policy, mode, checkouts)
 
 
 def inconclusive_mode(settings: Settings) -> InconclusiveMode:

@@ -88,7 +88,8 @@ class DiffperfSession:
         sweep("diffperf-")  # earlier versions' and crashed runs' work folders in $TMPDIR, once old
         workdir = log_dir(config, settings)  # made by the first server start: none in a collect-only run
         progress = live_progress(config)  # shown live, also from xdist workers
-        ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress)  # creates no folder
+        home = config.invocation_params.dir
+        ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress, home)  # git= sides checked out
         session = cls(
             settings=settings,
             scenarios=scenarios,
@@ -112,7 +113,11 @@ class DiffperfSession:
             static_policy=noise,
             inconclusive=inconclusive,
         )
-        session.shard = session.shard_of(*shard) if shard else None
+        try:
+            session.shard = session.shard_of(*shard) if shard else None
+        except BaseException:
+            session.close()  # the git= sides' worktrees
+            raise
         return session
 
     @property
@@ -177,6 +182,8 @@ class DiffperfSession:
             "consistency": self.consistency.describe() if self.consistency else "off (no ground-truth folder)",
             "base": self.ab.sides["base"].spec.text if self.ab else None,
             "candidate": self.ab.sides["candidate"].spec.text if self.ab else None,
+            "base_commit": self.ab.sides["base"].commit if self.ab else None,
+            "candidate_commit": self.ab.sides["candidate"].commit if self.ab else None,
         }
 
     def header_lines(self) -> list[str]:

@@ -12,6 +12,7 @@ from pytest_diffperf.suite.ab import ab_policy
 from pytest_diffperf.verdicts.metrics import E2E_NOISE, SEQUENTIAL_NOISE
 from pytest_diffperf.verdicts.noise import Noise
 from pytest_diffperf.verdicts.priors import NoisePriors
+from tests.support.gitrepo import commit, init, worktrees
 from tests.support.suite import GENEROUS, tiny_case
 
 MISTAKES = [
@@ -51,6 +52,8 @@ MISTAKES = [
         ["--diffperf-base=current", "--diffperf-ab-servers=both"],
         "--diffperf-ab-servers: expected one of together, one-at-a-time, got 'both'",
     ),
+    (["--diffperf-base=git=origin/main:python"], "--diffperf-base: git: {dir} is not in a git repository: git=REV"),
+    (["--diffperf-base=current", "--diffperf-candidate=install"], "--diffperf-candidate: install: install= qualifies"),
     (["--diffperf-inconclusive=pass"], "--diffperf-inconclusive: expected one of report, fail, got 'pass'"),
     (["--diffperf-static-noise=maybe"], "--diffperf-static-noise: expected one of auto, on, off, got 'maybe'"),
     (["--diffperf-remeasure=none"], "--diffperf-remeasure: expected an integer >= 1, got 'none'"),
@@ -67,7 +70,7 @@ def test_mistakes_are_one_line_without_traceback_and_leave_nothing(pytester, sui
     result = pytester.runpytest(*args, *extra)
     err = result.stderr.str()
     assert result.ret == 4, err
-    assert expected in err, err
+    assert expected.format(dir=pytester.path) in err, err
     assert "Traceback" not in err and err.count("ERROR: diffperf:") == 1
     assert not set(Path(tempfile.gettempdir()).glob("diffperf-*")) - before  # no work folder left behind
 
@@ -86,6 +89,32 @@ def test_the_header_names_both_sides(pytester, suite):
     )
     assert result.ret == 0
     result.stdout.fnmatch_lines(["diffperf: base=current", "diffperf: candidate=args=--inject-delay DenoisingStage=5"])
+
+
+def test_git_sides_are_checked_out_named_with_their_commits_and_removed(pytester, suite):
+    """The folder the tests run from is a repository: each git= side is a worktree of it for the run's length."""
+    args = suite([tiny_case("a")], {"a": GENEROUS})
+    init(pytester.path)
+    first = commit(pytester.path, "first")
+    second = commit(pytester.path, "second")
+    result = pytester.runpytest(*args, "--diffperf-base=git=HEAD~1", "--diffperf-candidate=git=main", "--collect-only")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(
+        ["diffperf: base=git=HEAD~1", "diffperf: candidate=git=main", f"diffperf: base_commit={first}",
+         f"diffperf: candidate_commit={second}"]
+    )  # fmt: skip
+    assert worktrees(pytester.path) == []
+
+    (pytester.path / "cases.json").write_text((pytester.path / "cases.json").read_text() + "\n")  # uncommitted
+    result = pytester.runpytest(*args, "--diffperf-base=git=HEAD", "--collect-only")
+    result.stdout.fnmatch_lines([f"diffperf: base_commit={second}", f"diffperf: candidate_commit={second}-dirty"])
+
+    missing = pytester.runpytest(*args, "--diffperf-base=git=origin/main:python")
+    assert missing.ret == 4 and "Traceback" not in missing.stderr.str()
+    missing.stderr.fnmatch_lines(
+        [f"ERROR: diffperf: --diffperf-base: git: revision 'origin/main' does not exist in {pytester.path} (fetch*"]
+    )
+    assert worktrees(pytester.path) == []
 
 
 def test_a_b_tolerances_are_the_profiles_unless_given():

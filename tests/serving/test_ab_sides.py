@@ -35,7 +35,9 @@ def test_args_env_and_pythonpath_change_the_servers_spec(tmp_path, monkeypatch):
     s = side(f"args=--inject-delay DenoisingStage=50; env=B=2; env=A=9; pythonpath={tmp_path}")
     spec = s.server_spec(SPEC)
     assert spec.serve_args == "--warmup-mode server --inject-delay DenoisingStage=50"
-    assert dict(spec.extra_env) == {"A": "9", "B": "2", "PYTHONPATH": f"{tmp_path}{os.pathsep}/already"}
+    assert dict(spec.extra_env) == {
+        "A": "9", "B": "2", "PYTHONPATH": f"{tmp_path}{os.pathsep}/already", "PYTHONSAFEPATH": "1"
+    }  # fmt: skip
     assert spec.key != SPEC.key  # a server of its own, never shared with the other side's
     command = s.launcher.server_command(spec, PORTS)
     assert command[:3] == [sys.executable, "-m", "pytest_diffperf.refserver"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.serving.sidespec import SideSpec, parse_side_spec
+from pytest_diffperf.serving.sidespec import GitSource, SideSpec, parse_side_spec
 
 SOURCE = "--diffperf-base"
 
@@ -39,14 +39,30 @@ def test_program_is_shell_words():
     )
 
 
+def test_git_and_its_items():
+    spec = parse_side_spec("git=origin/main:python/; repo=../sglang; install; cache=~/sides; args=--x", SOURCE)
+    assert spec.git == GitSource("origin/main", "python", "../sglang", (), "~/sides")
+    assert spec.args == ("--x",) and not spec.is_current
+    assert parse_side_spec("git=HEAD~2", SOURCE).git == GitSource("HEAD~2")
+    assert parse_side_spec("git=v1; install=--no-deps -q", SOURCE).git == GitSource("v1", install=("--no-deps", "-q"))
+
+
 @pytest.mark.parametrize(
     ("text", "message", "key"),
     [
         ("", "expected 'current' or KEY=VALUE items separated by ';', got an empty SPEC", None),
         (" ; ;", "expected 'current' or KEY=VALUE items separated by ';', got an empty SPEC", None),
         ("current; args=--x", "'current' stands alone: it cannot be combined with other items", None),
-        ("python", "expected KEY=VALUE, got 'python' (keys: python, program, pythonpath, env, args)", None),
-        ("pyhton=/x", "unknown key 'pyhton'; expected one of python, program, pythonpath, env, args", "pyhton"),
+        (
+            "python",
+            "expected KEY=VALUE, got 'python' (keys: python, program, pythonpath, env, args, git, repo, install, cache)",
+            None,
+        ),
+        (
+            "pyhton=/x",
+            "unknown key 'pyhton'; expected one of python, program, pythonpath, env, args, git, repo, install, cache",
+            "pyhton",
+        ),
         ("args=", "args= needs a value", "args"),
         ("python=/a; python=/b", "python= given twice, or with program=: give one server program", "python"),
         ("python=/a; program=/b", "program= given twice, or with python=: give one server program", "program"),
@@ -54,6 +70,18 @@ def test_program_is_shell_words():
         ("env=1X=2", "expected env=NAME=VALUE with NAME a variable name, got '1X=2'", "env"),
         ("env=PYTHONPATH=/x", "set PYTHONPATH with pythonpath=DIR (it is prepended, not replaced)", "env"),
         ("args=--x 'open", 'cannot split "--x \'open" into shell words: No closing quotation', "args"),
+        ("git=a; git=b", "git= given twice", "git"),
+        ("git=:python", "expected git=REV[:SUBDIR] with a revision, got nothing before ':'", "git"),
+        ("git=HEAD:../up", "SUBDIR must be a folder inside the repository, got '../up'", "git"),
+        ("git=HEAD:/abs", "SUBDIR must be a folder inside the repository, got '/abs'", "git"),
+        ("repo=/src", "repo= qualifies git=REV[:SUBDIR]: add git=", "repo"),
+        ("install", "install= qualifies git=REV[:SUBDIR]: add git=", "install"),
+        ("cache=/c", "cache= qualifies git=REV[:SUBDIR]: add git=", "cache"),
+        (
+            "git=HEAD; install; python=/x",
+            "install serves git=REV from its own venv: drop python= / program=",
+            "install",
+        ),
     ],
 )
 def test_errors(text, message, key):

@@ -1,0 +1,1 @@
+"""``diffperf bisect``: the search over commits (pure) and one step of it (an A/B run)."""
