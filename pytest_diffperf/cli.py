@@ -41,11 +41,18 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    """The subcommand's arguments, options and positionals in any order."""
+    """The subcommand's arguments, options and positionals in any order; what follows ``--`` is the
+    subcommand's ``passthrough`` (``diffperf bisect ... -- PYTEST-ARGS``), for those that take one."""
     parser, commands = _parsers()
     if not argv or argv[0] not in commands:
         return parser.parse_args(argv)  # --help, --version, or argparse's error (it exits)
-    args = commands[argv[0]].parse_intermixed_args(argv[1:])
+    own, rest = (argv[1:], None) if "--" not in argv else (argv[1 : argv.index("--")], argv[argv.index("--") + 1 :])
+    command = commands[argv[0]]
+    args = command.parse_intermixed_args(own)
+    if rest is not None:
+        if not hasattr(args, "passthrough"):
+            command.error(f"takes no arguments after '--' (got {' '.join(rest) or 'none'})")
+        args.passthrough = rest
     args.command = argv[0]
     return args
 

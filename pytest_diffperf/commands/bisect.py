@@ -32,6 +32,7 @@ RESULTS_VERSION = 1
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bisect",
+        usage="diffperf bisect --good REV --bad REV [-k EXPR] [--metric e2e|STAGE] [options] -- PYTEST-ARGS",
         help="find the commit that regressed, with an A/B run per step",
         description="Bisect the commits after --good up to --bad: each step runs pytest with the arguments after "
         "'--' as an A/B run of the good commit (--diffperf-base=git=GOOD) against the step's commit "
@@ -58,8 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="pip install each commit's SUBDIR into a venv cached by commit (optionally with pip's arguments)",
     )
     parser.add_argument("--json", default="diffperf-bisect.json", help="the results file (default: %(default)s)")
-    parser.add_argument("pytest_args", nargs="*", metavar="PYTEST-ARGS", help="pytest's arguments, after '--'")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, passthrough=[])  # pytest's arguments: what follows "--"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     commits = git.commits_between(repo, good, bad)
     if not commits or commits[-1] != bad:
         raise DiffperfError(f"{args.good} ({good[:12]}) is not an ancestor of {args.bad} ({bad[:12]})", source="--bad")
-    pytest_args = [*args.pytest_args, *(["-k", args.k] if args.k else [])]
+    pytest_args = [*args.passthrough, *(["-k", args.k] if args.k else [])]
     search = Search(commits)
     doc: dict[str, Any] = {"version": RESULTS_VERSION, "good": good, "bad": bad, "metric": metric,
                            "pytest_args": pytest_args, "steps": []}  # fmt: skip
