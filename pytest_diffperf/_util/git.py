@@ -45,6 +45,11 @@ def toplevel(folder: Path) -> Path | None:
         return None
 
 
+def common_dir(repo: Path) -> Path:
+    """The repository's own ``.git`` folder (shared by all its worktrees)."""
+    return (repo / git(repo, "rev-parse", "--git-common-dir", timeout=10)).resolve()
+
+
 def commit_of(repo: Path, rev: str) -> str | None:
     """The full commit ``rev`` names in ``repo``; None when it names none."""
     try:

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     search = Search(commits)
     doc: dict[str, Any] = {"version": RESULTS_VERSION, "good": good, "bad": bad, "metric": metric,
                            "pytest_args": pytest_args, "steps": []}  # fmt: skip
-    steps = output.parent / f"{output.stem}-steps"
+    steps = output.absolute().parent / f"{output.stem}-steps"  # the results file names them: absolute paths
     steps.mkdir(parents=True, exist_ok=True)
     cache = Path(tempfile.mkdtemp(prefix="diffperf-bisect-")) if args.install is None else None
     sides = Sides(repo, args.subdir.strip("/"), args.install, cache)
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     if len(suspects) == 1:
         first = doc["first_bad"]
         why = f": {first['headline']}" if first["headline"] else " (the --bad commit: no step tested it)"
-        stage = f"; explained by {first['explained_by']}" if first["explained_by"] else ""
+        stage = f"; stage: {first['explained_by']}" if first["explained_by"] else ""
         print(f"first bad commit: {suspects[0]} {first['subject']!r}{why}{stage}")
     else:
         listed = ", ".join(f"{c[:12]} {git.subject(repo, c)!r}" for c in suspects)

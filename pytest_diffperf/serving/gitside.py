@@ -109,6 +109,12 @@ class GitCheckouts:
         known = self.made.get((repo, commit))
         if known is not None:
             return known
+        with FileLock(str(git.common_dir(repo) / "diffperf-worktrees.lock")):  # xdist workers check out at once
+            folder = self._checkout_locked(repo, commit, src, source)
+        self.made[(repo, commit)] = folder
+        return folder
+
+    def _checkout_locked(self, repo: Path, commit: str, src: GitSource, source: str) -> Path:
         if src.cache is not None:
             folder = Path(src.cache).expanduser().absolute() / commit
             if folder.exists():
@@ -123,7 +129,6 @@ class GitCheckouts:
             folder = self._tmp / commit[:12]
             self._add(repo, folder, commit, source)
             self.temporary.append((repo, folder))
-        self.made[(repo, commit)] = folder
         return folder
 
     def _add(self, repo: Path, folder: Path, commit: str, source: str) -> None:

@@ -51,7 +51,7 @@ def test_bisect_finds_the_commit_that_slowed_the_server(tmp_path):
     assert out.startswith("diffperf bisect: 7 commit(s) after ")
     assert f"step 1: {commits[3][:12]} 'c4: notes': unchanged (good), e2e " in out
     assert f"first bad commit: {commits[4]} 'c5: a slower denoising stage': regressed: e2e +" in out
-    assert "explained by DenoisingStage" in out
+    assert "; stage: DenoisingStage explains " in out
     step = doc["steps"][0]
     assert step["requests"] > 0 and step["wall_s"] > 0 and step["interval"].startswith("e2e ")
     first_step = json.loads(Path(step["results"]).read_text())
