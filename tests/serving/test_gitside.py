@@ -66,9 +66,12 @@ def test_current_is_the_checkout_the_tests_run_from_marked_dirty_with_changes(re
 
 
 def test_repo_names_another_repository_relative_to_where_the_tests_run(repo, tmp_path):
-    built = GitCheckouts(tmp_path).build(parse_side_spec("git=HEAD:python; repo=repo", SOURCE), SOURCE)
+    checkouts = GitCheckouts(tmp_path)
+    built = checkouts.build(parse_side_spec("git=HEAD:python; repo=repo", SOURCE), SOURCE)
     assert built.commit == git(repo, "rev-parse", "HEAD")
     assert which(sys.executable, built.spec.pythonpath[0]).startswith("second ")
+    checkouts.close()
+    assert worktrees(repo) == [] and not built.checkout.exists()
 
 
 def test_a_kept_checkout_is_reused_when_clean_and_refused_with_changes(repo, tmp_path):
