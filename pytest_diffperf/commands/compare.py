@@ -13,7 +13,7 @@ from typing import Any
 
 from .._util.outputs import check_writable
 from .._util.text import format_table
-from ..cases import load_case_file
+from ..cases import MAX_WAIT_S, load_case_file
 from ..compare import history
 from ..compare.engine import Run, comparison_document, plan_runs, run_all
 from ..errors import DiffperfError
@@ -73,14 +73,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--startup-timeout",
-        type=_positive(float),
+        type=_positive(float, MAX_WAIT_S),
         default=1200.0,
         metavar="S",
         help="seconds for a server to become ready (default: %(default)g)",
     )
     parser.add_argument(
         "--request-timeout",
-        type=_positive(float),
+        type=_positive(float, MAX_WAIT_S),
         default=600.0,
         metavar="S",
         help="seconds per request when a case sets no timeout_s (default: %(default)g)",
@@ -88,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _positive(kind: type):
+def _positive(kind: type, most: float = math.inf):
     noun = {int: "integer", float: "number"}[kind]
 
     def parse(text: str):
@@ -96,8 +96,9 @@ def _positive(kind: type):
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not 0 < value < math.inf:
-            raise argparse.ArgumentTypeError(f"expected a positive {noun}, got {text!r}")
+        if value is None or not 0 < value < math.inf or value > most:
+            limit = f", at most {most:g}" if most < math.inf else ""
+            raise argparse.ArgumentTypeError(f"expected a positive {noun}{limit}, got {text!r}")
         return value
 
     return parse

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from ..errors import DiffperfError
 from . import groundtruth, manifest
@@ -30,7 +31,7 @@ def decode_gt(path: Path, data: bytes) -> np.ndarray:
     """A GT file's pixels; DiffperfError naming the file if it is not an image."""
     try:
         return groundtruth.decode(data)
-    except (OSError, ValueError, SyntaxError) as exc:  # PIL's UnidentifiedImageError is an OSError
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:  # UnidentifiedImageError: OSError
         raise DiffperfError(f"not a readable image: {exc}", source=str(path)) from None
 
 

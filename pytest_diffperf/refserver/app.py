@@ -56,7 +56,7 @@ def _decode_image(data: bytes, source: str) -> np.ndarray:
     try:
         with Image.open(io.BytesIO(data)) as img:
             return np.asarray(img.convert("RGB"))
-    except (UnidentifiedImageError, OSError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
         raise _bad(f"Failed to process image source: {source}: {exc}") from None
 
 

@@ -7,7 +7,6 @@ paths from the command line to the invocation directory.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from .._util.text import truthy
+from ..cases import MAX_WAIT_S
 from ..errors import DiffperfError
 
 LAST = "last"  # --diffperf-compare-to's word for the history's latest run
@@ -252,8 +252,10 @@ def _positive_float(raw: object, flag: str) -> float:
         value = float(str(raw))
     except ValueError:
         raise DiffperfError(f"expected a number of seconds, got {raw!r}", source=flag) from None
-    if not (value > 0 and math.isfinite(value)):
-        raise DiffperfError(f"expected a positive, finite number of seconds, got {raw!r}", source=flag)
+    if not (0 < value <= MAX_WAIT_S):
+        raise DiffperfError(
+            f"expected a positive number of seconds, at most {MAX_WAIT_S:.0f} (a week), got {raw!r}", source=flag
+        )
     return value
 
 
