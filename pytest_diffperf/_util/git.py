@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
+
+COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")  # a commit id (SHA-1 or SHA-256, possibly abbreviated)
+
+
+def is_commit(text: str) -> bool:
+    """Whether ``text`` is a commit id (hex digits only: safe in a file name)."""
+    return COMMIT.fullmatch(text) is not None
 
 
 def head_commit(folder: Path | None = None) -> str | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .._util.atomicfile import write_atomic
 from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..errors import DiffperfError
@@ -118,31 +119,36 @@ class ResultsCollector:
             return  # xdist workers report through the controller
         diffperf_session = get_session(session.config)
         document = self.document(diffperf_session)
-        if self.json_path:
-            self.json_path.parent.mkdir(parents=True, exist_ok=True)
-            self.json_path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-            self.written.append(f"diffperf results: {self.json_path}")
-        compared = [r.consistency for r in self.results.values() if r.consistency]
-        if self.artifacts_dir and compared:
-            from ..consistency.artifacts import write_summary  # numpy and PIL: loaded only by runs that compared
-
-            write_summary(compared, self.artifacts_dir)
         results = self.ordered(diffperf_session)
-        provenance = document.get("provenance")
-        append_step_summary(markdown(results, self.header, provenance))
-        if diffperf_session is not None:
-            self._history_and_html(diffperf_session, session.config, document, results)
+        try:  # each file whole or not at all (a full disk): one error line, the run fails, no traceback
+            if self.json_path:
+                write_atomic(self.json_path, json.dumps(document, indent=2) + "\n")
+                self.written.append(f"diffperf results: {self.json_path}")
+            compared = [r.consistency for r in self.results.values() if r.consistency]
+            if self.artifacts_dir and compared:
+                from ..consistency.artifacts import write_summary  # numpy and PIL: loaded only by runs that compared
+
+                write_summary(compared, self.artifacts_dir)
+            append_step_summary(markdown(results, self.header, document.get("provenance")))
+            if diffperf_session is not None:
+                self._history_and_html(diffperf_session, session.config, document, results)
+        except OSError as exc:
+            self._failed(session, f"cannot write {exc.filename or 'a results file'}: {exc.strerror or exc}")
+        except DiffperfError as exc:
+            self._failed(session, str(exc))
+
+    def _failed(self, session: pytest.Session, problem: str) -> None:
+        self.written.append(f"diffperf: error: {problem}")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _history_and_html(
         self, session: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
     ) -> None:
-        try:
-            if session.settings.diffperf_history is not None:
-                self.written.append(f"diffperf history: {history.save(session.settings.diffperf_history, document)}")
-            if session.settings.diffperf_html is not None:
-                self.written.append(f"diffperf report: {write_html(session, config, document, results)}")
-        except DiffperfError as exc:
-            self.written.append(f"diffperf: error: {exc}")
+        if session.settings.diffperf_history is not None:
+            self.written.append(f"diffperf history: {history.save(session.settings.diffperf_history, document)}")
+        if session.settings.diffperf_html is not None:
+            self.written.append(f"diffperf report: {write_html(session, config, document, results)}")
 
     def ordered(self, session: DiffperfSession | None) -> list[ScenarioResult]:
         """The results in the baseline file's order (xdist delivers them in completion order)."""
