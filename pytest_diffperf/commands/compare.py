@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._util.outputs import check_writable
+from .._util.atomicfile import write_atomic
+from .._util.outputs import check_folder, check_writable
 from .._util.text import format_table
 from ..cases import MAX_WAIT_S, load_case_file
 from ..compare import history
@@ -128,7 +129,11 @@ def _compare(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_dry_run(runs, repeats, args.log_dir)
         return 0
-    check_writable(args.output, "--output")
+    reads = [(args.config, "--cases"), *([(args.history, "--history")] if args.history else [])]
+    check_writable(args.output, "--output", reads)
+    check_folder(args.log_dir, "--log-dir", reads)
+    if args.history is not None:
+        check_writable(args.history, "--history", reads[:1])
     started = datetime.now(timezone.utc)
     try:
         args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -142,7 +147,7 @@ def _compare(args: argparse.Namespace) -> int:
     doc = comparison_document(results, repeats, started)
     print("\n" + results_table(results))
     try:
-        args.output.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        write_atomic(args.output, json.dumps(doc, indent=2) + "\n")
     except OSError as exc:
         raise DiffperfError(f"cannot write: {exc.strerror}", source=str(args.output)) from None
     print(f"\nresults written to {args.output}")
