@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .._util.text import truthy
+from .._util.text import is_switch, truthy
 from ..cases import MAX_WAIT_S
 from ..errors import DiffperfError
 
@@ -216,8 +216,15 @@ def option_path(config: pytest.Config, dest: str, *, early: bool = False) -> Pat
 def _raw(config: pytest.Config, opt: Option, *, early: bool = False) -> tuple[object, Path]:
     cmdline = getattr(config.known_args_namespace, opt.dest, None) if early else config.getoption(opt.dest)
     raw, base = cmdline, config.invocation_params.dir
+    if raw == "" and opt.flag != "--diffperf":  # --diffperf= has its own message (plugin.py)
+        raise pytest.UsageError(f"diffperf: {opt.flag}: expected a value, got nothing (leave the option out instead)")
     if raw is None:
         raw, base = config.getini(opt.dest), config.rootpath
+        if opt.is_flag and not is_switch(raw):  # a typo must not switch the setting off without a word
+            raise pytest.UsageError(
+                f"diffperf: ini key {opt.dest} ({config.inipath}): expected true or false "
+                f"(1/0, yes/no, on/off), got {raw!r}"
+            )
     return (raw if raw not in (None, "") else opt.default), Path(base)
 
 
