@@ -20,7 +20,7 @@ from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..errors import DiffperfError
 from ..results import history
-from ..results.model import RESULTS_VERSION, ScenarioResult
+from ..results.model import RESULTS_VERSION, ScenarioResult, fails_run
 from ..results.provenance import Provenance, collect, machine_note
 from ..results.stepsummary import markdown, totals
 from ..results.tables import ordered, summary_table
@@ -47,24 +47,46 @@ class ResultsCollector:
         self.written: list[str] = []  # what this run wrote, for the terminal summary
         self._provenance: Provenance | None = None
         self._config: pytest.Config | None = None
+        self._scenarios: dict[str, str] = {}  # node id -> scenario, from the first report that names it
 
     # -- gathering -------------------------------------------------------------------------------
     @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._config = session.config
+
+    @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
-        if SCENARIO_PROPERTY not in props:
+        scenario = props.get(SCENARIO_PROPERTY) or self._scenarios.get(report.nodeid) or self._scenario_of(report)
+        if scenario is None:
             return
+        self._scenarios[report.nodeid] = str(scenario)
         if RESULT_PROPERTY in props:
             self.results[report.nodeid] = ScenarioResult.model_validate_json(str(props[RESULT_PROPERTY]))
-        if report.failed and self.results.get(report.nodeid, None) is None:
+        current = self.results.get(report.nodeid, None)
+        if report.failed and (
+            current is None or not fails_run(current.outcome, self.header.get("inconclusive", "report"))
+        ):
+            # pytest reports it FAILED or ERROR (a teardown error, an xdist worker that died): so does the file
             server = json.loads(str(props[SERVER_PROPERTY])) if SERVER_PROPERTY in props else None
-            self.results[report.nodeid] = ScenarioResult(
-                scenario=str(props[SCENARIO_PROPERTY]), verdict="error", message=crash_line(report), server=server
+            update = {"verdict": "error", "message": crash_line(report)}
+            self.results[report.nodeid] = (
+                current.model_copy(update=update)
+                if current is not None
+                else ScenarioResult(scenario=str(scenario), server=server, **update)
             )
-        elif report.skipped and report.nodeid not in self.results:
+        elif report.skipped and current is None:
             self.results[report.nodeid] = ScenarioResult(
-                scenario=str(props[SCENARIO_PROPERTY]), verdict="skipped", message=skip_reason(report)
+                scenario=str(scenario), verdict="skipped", message=skip_reason(report)
             )
+
+    def _scenario_of(self, report: pytest.TestReport) -> str | None:
+        """A failed report that carries no properties (an xdist worker that died before its test reported):
+        the scenario its node id names, if it is one of the session's."""
+        session = get_session(self._config) if self._config is not None and report.failed else None
+        name = report.nodeid.rpartition("::")[2]
+        known = session is not None and (name in session.cases or name in session.baselines.scenarios)
+        return name if known and "::" in report.nodeid else None
 
     # -- header ----------------------------------------------------------------------------------
     @pytest.hookimpl

@@ -128,6 +128,11 @@ def test_no_server_outlives_a_killed_xdist_process(pytester, suite, target):
         assert worker is not None and worker.ppid() == proc.pid  # an xdist worker of our pytest
         (worker if target == "worker" else psutil.Process(proc.pid)).kill()
         assert gone(tag) == [], f"servers left after SIGKILL of the xdist {target}"
+        if target == "worker":  # pytest reports the test FAILED (the worker crashed): so does the results file
+            assert proc.wait(timeout=60) == 1
+            (scenario,) = json.loads((pytester.path / "results.json").read_text())["scenarios"]
+            assert (scenario["verdict"], scenario["outcome"]) == ("error", "error")
+            assert "crashed" in scenario["message"]
     finally:
         cleanup(proc, tag)
 
