@@ -144,7 +144,10 @@ class ResultsCollector:
         results = self.ordered(diffperf_session)
         try:  # each file whole or not at all (a full disk): one error line, the run fails, no traceback
             if self.json_path:
-                write_atomic(self.json_path, json.dumps(document, indent=2) + "\n")
+                try:
+                    write_atomic(self.json_path, json.dumps(document, indent=2) + "\n")
+                except OSError as exc:  # the old file is left whole
+                    raise DiffperfError(f"cannot write: {exc.strerror or exc}", source=str(self.json_path)) from None
                 self.written.append(f"diffperf results: {self.json_path}")
             compared = [r.consistency for r in self.results.values() if r.consistency]
             if self.artifacts_dir and compared:
