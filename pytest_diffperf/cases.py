@@ -47,7 +47,7 @@ Task = Literal["text-to-image", "image-edit", "text-to-video", "image-to-video",
 
 
 class FrameworkEntry(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     serve_args: str = ""
     extra_env: dict[str, str] = Field(default_factory=dict)
@@ -73,7 +73,7 @@ class FrameworkEntry(BaseModel):
 
 
 class Case(BaseModel):
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)  # "5" is no number, "yes" no switch
 
     id: str
     model: str
