@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,8 @@ from .errors import DiffperfError
 from .sglang.casefile import case_file_data
 from .sglang.source import is_sglang_source
 
+MAX_WAIT_S = 7 * 24 * 3600.0  # a timeout: longer than a week is a typo (and overflows the timers it reaches)
+
 
 def _plain_name(value: str) -> str:
     """A case id becomes part of file names (ground truth, artifacts): a plain name only."""
@@ -45,7 +47,7 @@ Task = Literal["text-to-image", "image-edit", "text-to-video", "image-to-video",
 
 
 class FrameworkEntry(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     serve_args: str = ""
     extra_env: dict[str, str] = Field(default_factory=dict)
@@ -59,9 +61,19 @@ class FrameworkEntry(BaseModel):
             raise ValueError(f"serve_args are shell words: {exc} in {value!r}") from None
         return value
 
+    @field_validator("extra_env")
+    @classmethod
+    def _environment(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"{name!r} is not an environment variable name (no '=', no NUL, not empty)")
+            if "\0" in text:
+                raise ValueError(f"the value of {name} holds a NUL character, which no environment can hold")
+        return value
+
 
 class Case(BaseModel):
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)  # "5" is no number, "yes" no switch
 
     id: str
     model: str
@@ -86,7 +98,7 @@ class Case(BaseModel):
     run_consistency_check: bool = True
     perf_repeat_requests: PositiveInt = 1
     perf_warmup_requests: NonNegativeInt = 0
-    timeout_s: PositiveFloat | None = None
+    timeout_s: Annotated[PositiveFloat, Field(le=MAX_WAIT_S)] | None = None
 
     _id = field_validator("id")(_plain_name)
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 from pathlib import Path
 
+COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")  # a commit id (SHA-1 or SHA-256, possibly abbreviated)
 TIMEOUT_S = 120.0  # a worktree of a large repository takes a while to check out
 
 
@@ -27,6 +29,11 @@ def git(repo: Path, *args: str, timeout: float = TIMEOUT_S) -> str:
     if done.returncode != 0:
         raise GitError(command, done.stderr or done.stdout)
     return done.stdout.rstrip()
+
+
+def is_commit(text: str) -> bool:
+    """Whether ``text`` is a commit id (hex digits only: safe in a file name)."""
+    return COMMIT.fullmatch(text) is not None
 
 
 def head_commit(folder: Path | None = None) -> str | None:

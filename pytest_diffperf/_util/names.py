@@ -9,6 +9,7 @@ from ..errors import DiffperfError
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 NAME_RULE = "letters, digits, '_', '.', '+' and '-' (not first), without '..'"
+MAX_NAME = 200  # characters: file names made of it (``<id>_<n>gpu_frame_<k>.png``) stay under 255 bytes
 
 
 def name_problem(name: object) -> str | None:
@@ -23,6 +24,8 @@ def name_problem(name: object) -> str | None:
         return f"{name!r} holds a path separator; use {NAME_RULE}"
     if ".." in name:
         return f"{name!r} holds '..'; use {NAME_RULE}"
+    if len(name) > MAX_NAME:
+        return f"{name[:20]!r}... is {len(name)} characters long; at most {MAX_NAME}"
     if not SAFE_NAME.fullmatch(name):
         return f"{name!r} is not a plain name; use {NAME_RULE}"
     return None

@@ -1,24 +1,57 @@
-"""Output files checked before any work: a path that cannot be written is an error up front, not at the end."""
+"""Output paths checked before any work: a path that cannot be written, or that names a file the run reads, is
+an error up front (naming the option), not at the end of the run or after the input was replaced."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import DiffperfError
 
+Inputs = Iterable[tuple[Path, str]]  # (a file or folder the run reads, the option or argument that names it)
 
-def check_writable(path: Path, source: str) -> None:
+
+def check_writable(path: Path, source: str, reads: Inputs = ()) -> None:
     """DiffperfError (naming ``source``, the option) unless ``path`` can be written: it is not a folder, and it
-    is a writable file or its nearest existing folder is writable (missing folders are created when written)."""
+    is a writable file or its nearest existing folder is writable (missing folders are created when written);
+    and it is none of the files ``reads`` lists, nor inside one of its folders."""
     path = Path(path)
     if path.is_dir():
         raise DiffperfError(f"{path} is a folder; expected a file path", source=source)
+    check_not_read(path, source, reads)
     if path.exists():
         if not os.access(path, os.W_OK):
             raise DiffperfError(f"cannot write {path}: permission denied", source=source)
         return
+    _check_creatable(path, source)
+
+
+def check_folder(path: Path, source: str, reads: Inputs = ()) -> None:
+    """DiffperfError unless files can be written into the folder ``path`` (it is a writable folder, or can be
+    created), and it is not a file the run reads nor inside a folder it reads."""
+    path = Path(path)
+    if (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise DiffperfError(f"{path} is a file; expected a folder", source=source)
+    check_not_read(path, source, reads)
+    if path.is_dir():
+        _try_write(path, path, source)
+        return
+    _check_creatable(path, source)
+
+
+def check_not_read(path: Path, source: str, reads: Inputs) -> None:
+    """DiffperfError when ``path`` is one of the files the run reads, or inside a folder it reads."""
+    target = Path(path).resolve()
+    for read, what in reads:
+        read_path = Path(read).resolve()
+        if target == read_path or (read_path.is_dir() and target.is_relative_to(read_path)):
+            problem = f"would replace {read}" if target == read_path else f"{path} is inside {read}"
+            raise DiffperfError(f"{problem}, which this run reads ({what}); write elsewhere", source=source)
+
+
+def _check_creatable(path: Path, source: str) -> None:
     folder = path.parent
     while not folder.exists():
         if folder.is_symlink():  # a dangling link
@@ -26,6 +59,10 @@ def check_writable(path: Path, source: str) -> None:
         folder = folder.parent
     if not folder.is_dir():
         raise DiffperfError(f"cannot create {path}: {folder} is not a folder", source=source)
+    _try_write(folder, path, source)
+
+
+def _try_write(folder: Path, path: Path, source: str) -> None:
     try:
         with tempfile.TemporaryFile(dir=folder):  # a real write: permission bits do not bind root, nor read-only mounts
             pass

@@ -11,9 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._util.outputs import check_writable
+from .._util.atomicfile import write_atomic
+from .._util.outputs import check_folder, check_writable
 from .._util.text import format_table
-from ..cases import load_case_file
+from ..cases import MAX_WAIT_S, load_case_file
 from ..compare import history
 from ..compare.engine import Run, comparison_document, plan_runs, run_all
 from ..errors import DiffperfError
@@ -73,14 +74,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--startup-timeout",
-        type=_positive(float),
+        type=_positive(float, MAX_WAIT_S),
         default=1200.0,
         metavar="S",
         help="seconds for a server to become ready (default: %(default)g)",
     )
     parser.add_argument(
         "--request-timeout",
-        type=_positive(float),
+        type=_positive(float, MAX_WAIT_S),
         default=600.0,
         metavar="S",
         help="seconds per request when a case sets no timeout_s (default: %(default)g)",
@@ -88,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _positive(kind: type):
+def _positive(kind: type, most: float = math.inf):
     noun = {int: "integer", float: "number"}[kind]
 
     def parse(text: str):
@@ -96,8 +97,9 @@ def _positive(kind: type):
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not 0 < value < math.inf:
-            raise argparse.ArgumentTypeError(f"expected a positive {noun}, got {text!r}")
+        if value is None or not 0 < value < math.inf or value > most:
+            limit = f", at most {most:g}" if most < math.inf else ""
+            raise argparse.ArgumentTypeError(f"expected a positive {noun}{limit}, got {text!r}")
         return value
 
     return parse
@@ -127,7 +129,11 @@ def _compare(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_dry_run(runs, repeats, args.log_dir)
         return 0
-    check_writable(args.output, "--output")
+    reads = [(args.config, "--cases"), *([(args.history, "--history")] if args.history else [])]
+    check_writable(args.output, "--output", reads)
+    check_folder(args.log_dir, "--log-dir", reads)
+    if args.history is not None:
+        check_writable(args.history, "--history", reads[:1])
     started = datetime.now(timezone.utc)
     try:
         args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -141,7 +147,7 @@ def _compare(args: argparse.Namespace) -> int:
     doc = comparison_document(results, repeats, started)
     print("\n" + results_table(results))
     try:
-        args.output.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        write_atomic(args.output, json.dumps(doc, indent=2) + "\n")
     except OSError as exc:
         raise DiffperfError(f"cannot write: {exc.strerror}", source=str(args.output)) from None
     print(f"\nresults written to {args.output}")

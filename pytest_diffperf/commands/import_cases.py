@@ -13,6 +13,7 @@ from ..cases import CaseFile, unmatched
 from ..perf.baselines import load_baselines, select_scenarios
 from ..sglang import caselist
 from ..sglang.casefile import case_file_data
+from ..sglang.source import locate, names_installed
 from ..sglang.task_types import TABLE_ENV, load_table
 
 
@@ -53,7 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.output:
-        check_writable(Path(args.output), "--output")
+        reads = [
+            (Path(p), flag) for p, flag in ((args.task_types, "--task-types"), (args.baselines, "--baselines")) if p
+        ]
+        if not names_installed(args.path):
+            source = locate(args.path)  # gpu_cases.py, and the files beside it that it reads
+            reads += [(source.gpu_cases, "PATH"), (source.server_dir, "PATH")]
+        check_writable(Path(args.output), "--output", reads)
     table = load_table(args.task_types)
     data = case_file_data(args.path, args.hardware, args.suite, table=table)
     validate(CaseFile, data, Path(args.path), "")  # the file written reads back as a case file

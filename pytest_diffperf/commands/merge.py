@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._util.ci import append_step_summary
+from .._util.atomicfile import write_atomic
+from .._util.ci import STEP_SUMMARY_ENV, append_step_summary, step_summary_path
 from .._util.outputs import check_writable
 from .._util.text import format_table
 from ..errors import DiffperfError
@@ -60,10 +61,16 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("hardware", "cases", "suites"):
         if getattr(args, flag) and not args.expect_all:
             raise DiffperfError("only applies with --expect-all", source="--" + flag)
-    if args.output:
-        check_writable(Path(args.output), "-o")
-    if args.markdown:
-        check_writable(Path(args.markdown), "--markdown")
+    reads = [(Path(f), "FILE") for f in args.files]
+    inputs = ((args.expect_all, "--expect-all"), (args.cases, "--cases"), (args.history, "--history"))
+    reads += [(Path(p), flag) for p, flag in inputs if p]
+    reads += [(Path(d), "--artifacts") for d in args.artifacts]
+    for path, flag in ((args.output, "-o"), (args.markdown, "--markdown"), (args.html, "--html")):
+        if path:
+            check_writable(Path(path), flag, reads)
+    summary = step_summary_path()
+    if summary is not None:
+        check_writable(summary, STEP_SUMMARY_ENV, reads)
     if args.html:
         from ..results.html import require_matplotlib
 
@@ -83,20 +90,27 @@ def run(args: argparse.Namespace) -> int:
     if absent:
         print(f"{len(absent)} scenario(s) of {args.expect_all} ran in no shard: {', '.join(absent)}")
     if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+        _write(Path(args.output), json.dumps(merged, indent=2) + "\n", "-o")
         print(f"wrote {args.output}")
     notes = [f"merged from {len(args.files)} file(s)"]
     if absent:
         notes.append(f"{len(absent)} scenario(s) ran in no shard: {', '.join(absent)}")
     md = markdown(results, merged, merged.get("provenance"), notes)
     if args.markdown:
-        Path(args.markdown).write_text(md, encoding="utf-8")
+        _write(Path(args.markdown), md, "--markdown")
     append_step_summary(md)
     if args.html:
         write_html(Path(args.html), results, merged, args, notes, steps)
         print(f"wrote {args.html}")
     return 1 if absent or failing(merged, results) else 0
+
+
+def _write(path: Path, text: str, flag: str) -> None:
+    """``text`` into ``path``, whole or not at all; DiffperfError naming the option if it cannot be written."""
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise DiffperfError(f"cannot write {path}: {exc.strerror or exc}", source=flag) from None
 
 
 def write_html(
@@ -107,7 +121,6 @@ def write_html(
     notes: list[str],
     steps: dict[str, dict[int, float]],
 ) -> None:
-    from .._util.atomicfile import write_atomic
     from ..results import history
     from ..results.html import render
 
@@ -122,4 +135,4 @@ def write_html(
         baseline_steps=steps,
         notes=notes,
     )
-    write_atomic(path, text)
+    _write(path, text, "--html")

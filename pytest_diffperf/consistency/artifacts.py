@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from .._util import tempdirs
 from .._util.atomicfile import write_atomic
 from .._util.names import inside
 from .result import ConsistencyResult, frame_line, thresholds_line
@@ -100,7 +100,7 @@ def write_summary(results: Iterable[ConsistencyResult | dict[str, Any]], artifac
 
 def ready_folder(artifacts_dir: Path | None, files: dict[str, bytes]) -> Path:
     """Write outputs under their GT names into ``missing-gt/`` (artifacts folder, else a new private temp folder)."""
-    base = artifacts_dir or Path(tempfile.mkdtemp(prefix="diffperf-"))
+    base = artifacts_dir or tempdirs.make("diffperf-")
     folder = base / MISSING_SUBDIR
     for name, data in files.items():
         write_atomic(inside(folder, name, source=str(folder)), data)

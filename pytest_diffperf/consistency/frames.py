@@ -53,7 +53,7 @@ def parse_frames_spec(text: str) -> FrameSpec:
         return FrameSpec(text, every=1)
     if spec.startswith("every:"):
         step = spec.removeprefix("every:").strip()
-        if not step.isdigit() or int(step) < 1:
+        if not (step.isascii() and step.isdigit()) or int(step) < 1:
             raise DiffperfError(f"bad step {step!r} in {text!r}; {grammar}", source="--diffperf-frames")
         return FrameSpec(text, every=int(step))
     picks: list[str | int] = []
@@ -62,7 +62,7 @@ def parse_frames_spec(text: str) -> FrameSpec:
         if part in _NAMED:
             pick: str | int = part
             label = _NAMED[part]
-        elif part.isdigit():
+        elif part.isascii() and part.isdigit():
             pick = int(part)
             label = str(pick)
         else:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from .._util.atomicfile import locked, write_atomic
 from .._util.jsonfile import read_json_object, validate
+from ..errors import DiffperfError
 from ..protocol import IMAGE_FORMAT_EXTS
 
 MANIFEST = "manifest.json"
@@ -45,8 +46,10 @@ def sha256(data: bytes) -> str:
 def load(gt_dir: Path) -> Manifest | None:
     """The folder's manifest, None if it has none; DiffperfError if it is not a valid one."""
     path = gt_dir / MANIFEST
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         return None
+    if not path.is_file():  # a folder or a broken link there would turn the integrity check off without a word
+        raise DiffperfError("is not a file; expected the ground-truth manifest (a JSON file)", source=str(path))
     return validate(Manifest, read_json_object(path), path, "")
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from ..errors import DiffperfError
 from . import groundtruth, manifest
@@ -30,7 +31,7 @@ def decode_gt(path: Path, data: bytes) -> np.ndarray:
     """A GT file's pixels; DiffperfError naming the file if it is not an image."""
     try:
         return groundtruth.decode(data)
-    except (OSError, ValueError, SyntaxError) as exc:  # PIL's UnidentifiedImageError is an OSError
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:  # UnidentifiedImageError: OSError
         raise DiffperfError(f"not a readable image: {exc}", source=str(path)) from None
 
 
@@ -52,10 +53,17 @@ def case_gt_files(cfg: ConsistencyConfig, case: GTCase) -> list[Path]:
 
 def check_ground_truth(cfg: ConsistencyConfig, cases: Iterable[GTCase]) -> None:
     """DiffperfError on the first problem: a manifest that does not load, a GT file outside the folder,
-    unreadable or not an image. Missing GT is no error here (the test reports it, with the files to add)."""
+    unreadable, not the one the manifest records, or not an image. Missing GT is no error here (the test reports it, with the files to add)."""
     if cfg.regen or cfg.skip or cfg.gt_dir is None or not cfg.gt_dir.is_dir():
         return
-    manifest.load(cfg.gt_dir)
+    recorded = manifest.load(cfg.gt_dir)
     for case in cases:
         for path in case_gt_files(cfg, case):
-            decode_gt(path, read_gt(cfg.gt_dir, path))
+            data = read_gt(cfg.gt_dir, path)
+            problem = recorded and manifest.integrity_problem(cfg.gt_dir, recorded, path, manifest.sha256(data))
+            if problem:  # a changed or unlisted GT file: found now, not once per case after its server ran
+                raise DiffperfError(
+                    f"{problem} (record it again: {manifest.RECORD_COMMAND.format(gt_dir=cfg.gt_dir)})",
+                    source=str(path),
+                )
+            decode_gt(path, data)

@@ -86,6 +86,8 @@ def baseline_problems(doc: Mapping[str, Any]) -> list[Problem]:
     The loader raises the first one; ``diffperf lint`` reports them all.
     """
     out = tolerance_problems(doc)
+    if "metadata" in doc and not isinstance(doc["metadata"], dict):
+        out.append(Problem("metadata", f"expected an object, got {describe_type(doc['metadata'])}"))
     if "sampling" in doc:
         out += [Problem(k, m) for k, m in schema_problems(Sampling, doc["sampling"], "sampling")]
     elif "tolerances" in doc:

@@ -15,6 +15,7 @@ import json
 import logging
 import time
 import uuid
+from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
@@ -56,12 +57,26 @@ def _decode_image(data: bytes, source: str) -> np.ndarray:
     try:
         with Image.open(io.BytesIO(data)) as img:
             return np.asarray(img.convert("RGB"))
-    except (UnidentifiedImageError, OSError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
         raise _bad(f"Failed to process image source: {source}: {exc}") from None
 
 
-def _image_from_reference(value: str) -> np.ndarray:
-    """A JSON ``input_reference``/``reference_url``: a ``data:`` URL or a file path on this machine."""
+def request_path(value: str, field: str, files_dir: str | None) -> str:
+    """A file path a request names (``field``), refused (400) unless it lies inside ``files_dir``: a difference
+    from SGLang, which reads and writes any path a request names."""
+    if files_dir is None:
+        raise _bad(
+            f"{field}: file paths in requests are refused; start the reference server with "
+            "--request-files-dir DIR to accept paths inside DIR"
+        )
+    resolved = Path(value).resolve()
+    if not resolved.is_relative_to(Path(files_dir).resolve()):
+        raise _bad(f"{field}: {value} is outside --request-files-dir {files_dir}")
+    return str(resolved)
+
+
+def _image_from_reference(value: str, files_dir: str | None) -> np.ndarray:
+    """A JSON ``input_reference``/``reference_url``: a ``data:`` URL or a file path inside ``files_dir``."""
     if value.startswith("data:"):
         try:
             return _decode_image(base64.b64decode(value.split(",", 1)[1], validate=True), "data URL")
@@ -69,8 +84,9 @@ def _image_from_reference(value: str) -> np.ndarray:
             raise _bad("Failed to process image source: data URL is not base64") from None
     if "://" in value:
         raise _bad(f"Failed to process image source: {value}: the reference server does not download URLs")
+    path = request_path(value, "input_reference", files_dir)
     try:
-        with open(value, "rb") as fh:
+        with open(path, "rb") as fh:
             return _decode_image(fh.read(), value)
     except OSError as exc:
         raise _bad(f"Failed to process image source: {value}: {exc.strerror}") from None
@@ -245,6 +261,8 @@ def create_app(config: ServerConfig) -> FastAPI:
         if spec.is_video:
             raise _bad(f"{spec.name} serves {spec.task_type.value}: use {protocol.VIDEOS_PATH}")
         perf_dump_path = fields.pop("perf_dump_path", None)
+        if perf_dump_path is not None:
+            perf_dump_path = request_path(perf_dump_path, "perf_dump_path", config.request_files_dir)
         params = params_for(fields)
         ext = choose_image_ext(output_format, background)
         request_id = str(uuid.uuid4())
@@ -321,7 +339,7 @@ def create_app(config: ServerConfig) -> FastAPI:
             first = uploads[0]
             picture = _decode_image(await first.read(), first.filename or "image")
         else:
-            picture = _image_from_reference(urls[0])
+            picture = _image_from_reference(urls[0], config.request_files_dir)
         if not spec.task_type.accepts_image:
             raise _bad(f"input_reference is not supported for {spec.task_type.value} models.")
         fields = {
@@ -374,7 +392,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         payload = _merge_extras(dict(body) if isinstance(body, dict) else {})
         reference = payload.get("reference_url") or payload.get("input_reference")
         if isinstance(reference, str) and spec.task_type.accepts_image:
-            return payload, _image_from_reference(reference)
+            return payload, _image_from_reference(reference, config.request_files_dir)
         return payload, None
 
     @app.post(protocol.VIDEOS_PATH)
@@ -410,7 +428,9 @@ def create_app(config: ServerConfig) -> FastAPI:
                 "image": picture,
             }
         )
-        job = VideoJob(str(uuid.uuid4()), params, req.model or spec.name, req.perf_dump_path)
+        dump = req.perf_dump_path
+        dump = request_path(dump, "perf_dump_path", config.request_files_dir) if dump is not None else None
+        job = VideoJob(str(uuid.uuid4()), params, req.model or spec.name, dump)
         server.videos[job.id] = job
         body = job.to_json()  # taken before the worker can pick the job up: always "queued"
         server.worker.submit(lambda: server.run_video(job))

@@ -128,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--warmup-steps", type=_positive_int, metavar="N", help="denoise steps of the warmup")
     serve.add_argument("--output-path", default=None, help="write every output there (default: keep them in memory)")
     serve.add_argument(
+        "--request-files-dir",
+        metavar="DIR",
+        help="file paths in requests (perf_dump_path written, input_reference read) must lie in DIR; "
+        "default: none is accepted (SGLang accepts any path)",
+    )
+    serve.add_argument(
         "--uvicorn-access-log-exclude-prefixes",
         nargs="*",
         default=[],
@@ -295,6 +301,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         num_gpus=args.num_gpus,
         memory_snapshots=args.memory_snapshots,
         output_path=args.output_path,
+        request_files_dir=args.request_files_dir,
     )
     app = create_app(config)
     url_host = f"[{args.host}]" if ":" in args.host else args.host

@@ -44,6 +44,7 @@ class ServerConfig:
     num_gpus: int = 1
     memory_snapshots: SnapshotMode = "device"
     output_path: str | None = None
+    request_files_dir: str | None = None  # file paths in requests (perf_dump_path, input_reference) only in here
 
 
 def warmup_request(spec: ModelSpec, overrides: dict[str, Any], *, seed: int, num_gpus: int) -> GenParams:

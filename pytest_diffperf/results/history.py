@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._util.atomicfile import dumps_json, write_atomic
+from .._util.git import is_commit
 from ..errors import DiffperfError
 from ..verdicts.changepoint import ALPHA, MIN_CHANGE, MIN_SIZE, ChangePoint, change_points
 from .merge import read_results, scenarios_with_rows
@@ -58,7 +59,8 @@ def file_name(document: dict[str, Any]) -> str:
     """``20260501T120000Z-abc123456789.json`` from the document's provenance."""
     provenance = document.get("provenance") or {}
     stamp = re.sub(r"[^0-9T]", "", str(provenance.get("timestamp") or ""))[:15] or "undated"
-    commit = str(provenance.get("commit") or "nocommit")[:12]
+    commit = str(provenance.get("commit") or "")
+    commit = commit[:12] if is_commit(commit) else "nocommit"  # never a path: the document may come from anywhere
     return f"{stamp}Z-{commit}.json"
 
 

@@ -15,6 +15,7 @@ from typing import Any, get_args
 from .._util.jsonfile import describe_type, read_json_object, validate
 from ..errors import DiffperfError
 from .model import OUTCOMES, READABLE_VERSIONS, RESULTS_VERSION, InconclusiveMode, ScenarioResult, fails_run
+from .provenance import Provenance
 
 MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
 
@@ -37,6 +38,20 @@ def read_results(path: Path) -> dict[str, Any]:
         )
     for i, entry in enumerate(scenarios):
         scenario_of(entry, path, f"scenarios.{i}")
+    for key in ("rows", "servers"):
+        records = doc.get(key, [])
+        if not isinstance(records, list):
+            raise DiffperfError(f"expected a list of objects, got {describe_type(records)}", source=str(path), key=key)
+        for i, record in enumerate(records):
+            if not isinstance(record, dict):
+                got = describe_type(record)
+                raise DiffperfError(f"expected an object, got {got}", source=str(path), key=f"{key}.{i}")
+    for i, row in enumerate(doc.get("rows", [])):
+        if not isinstance(row.get("scenario"), str):
+            got = describe_type(row.get("scenario"))
+            raise DiffperfError(f"expected the scenario's name, got {got}", source=str(path), key=f"rows.{i}.scenario")
+    if doc.get("provenance") is not None:
+        validate(Provenance, doc["provenance"], path, "provenance")
     modes = get_args(InconclusiveMode)
     doc.setdefault("inconclusive", "report")  # written before the run recorded it: the default
     if doc["inconclusive"] not in modes:

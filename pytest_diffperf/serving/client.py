@@ -11,7 +11,6 @@ import base64
 import hashlib
 import io
 import json
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from urllib.parse import urlparse
 import requests
 
 from .. import protocol
+from .._util import tempdirs
 from ..cases import Case
 from .process import ServerFailure
 
@@ -162,7 +162,7 @@ def _download(url: str) -> Path:
             problem = f"{type(exc).__name__}: {exc}"
             continue
         if resp.status_code == 200 and resp.content:
-            _download_dir = _download_dir or Path(tempfile.mkdtemp(prefix="diffperf-inputs-"))
+            _download_dir = _download_dir or tempdirs.make("diffperf-inputs-")
             suffix = Path(urlparse(url).path).suffix.lower() or ".jpg"
             path = _download_dir / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}{suffix}"
             path.write_bytes(resp.content)

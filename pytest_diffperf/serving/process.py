@@ -13,6 +13,7 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,10 @@ PORT_TAKEN = ("address already in use", "is unavailable and --strict-ports is en
 LINE_WIDTH = 160  # a log line or command quoted in a progress line is cut here
 # uvicorn's (SGLang's) access log: `INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK`
 ACCESS_LOG = re.compile(r'"(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \S+ HTTP/\d(?:\.\d)?" \d{3}')
+
+# Every process of one server (watchdog, server, its workers) carries this variable with the server's own token,
+# so that a server whose watchdog was SIGKILLed (it then cannot stop it) is still found and stopped.
+SERVER_ID_VAR = "PYTEST_DIFFPERF_SERVER_ID"
 
 Progress = Callable[[str], None]
 
@@ -234,6 +239,7 @@ class ServerProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._spawn_ns = 0
         self._reader: threading.Thread | None = None
+        self.token = uuid.uuid4().hex
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -242,7 +248,7 @@ class ServerProcess:
         try:
             self._proc = subprocess.Popen(
                 watchdog.wrap(self.command, (os.getpid(), *self.watch)),
-                env={**os.environ, **self.env},
+                env={**os.environ, **self.env, SERVER_ID_VAR: self.token},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -295,9 +301,14 @@ class ServerProcess:
             raise ServerError(f"printed a fatal error {when}: {self.fatal}", self.snapshot())
         code = self._proc.poll() if self._proc else None
         if code is not None:
-            self._close_output()
+            orphans = self._close_output()
             self.ended = self.ended or exit_text(code)
             how = f"was killed by {exit_text(code)}" if code < 0 else f"exited with code {code}"
+            if orphans:
+                how = (
+                    f"watchdog (pid {self.pid}) was killed by {exit_text(code)}, so its server process(es) "
+                    f"{', '.join(map(str, orphans))} were stopped"
+                )
             raise ServerError(f"{how} {when}", self.snapshot())
 
     def timed_out(self, what: str) -> None:
@@ -316,13 +327,16 @@ class ServerProcess:
         self.ended = self.ended or "stopped"
         self._close_output()
 
-    def _close_output(self) -> None:
-        """Once the process has exited: let the tee read the rest, then close the pipe (even if a grandchild holds it)."""
+    def _close_output(self) -> list[int]:
+        """Once the watchdog has exited: stop what it left running (it was SIGKILLed), let the tee read the rest,
+        then close the pipe; the pids of the processes it left."""
         assert self._proc is not None
+        left = stop_marked(self.token) if (self._proc.returncode or 0) < 0 else []
         if self._reader:
             self._reader.join(timeout=5)
-        if self._proc.stdout:
-            self._proc.stdout.close()
+        if self._proc.stdout and not (self._reader and self._reader.is_alive()):
+            self._proc.stdout.close()  # not while the tee reads: closing a reader another thread reads would block
+        return left
 
     def info(self) -> dict[str, object]:
         devices = {k: v for k, v in self.env.items() if k in DEVICE_ENV_VARS}
@@ -378,6 +392,18 @@ def exit_text(code: int) -> str:
         return f"signal {signal.Signals(-code).name}"
     except ValueError:
         return f"signal {-code}"
+
+
+def stop_marked(token: str, grace: float = 5.0) -> list[int]:
+    """Kill the processes whose environment holds ``SERVER_ID_VAR=token`` (a server its dead watchdog left); their pids."""
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get(SERVER_ID_VAR) == token and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    for proc in found:
+        kill_tree(proc.pid, grace)
+    return [proc.pid for proc in found]
 
 
 def kill_tree(pid: int, grace: float = 5.0) -> None:

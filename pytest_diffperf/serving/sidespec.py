@@ -103,7 +103,7 @@ def parse_side_spec(text: str, source: str) -> SideSpec:
             pythonpath.append(value)
         elif key == "env":
             name, eq, env_value = value.partition("=")
-            if not eq or not ENV_NAME.match(name):
+            if not eq or not ENV_NAME.match(name) or "\0" in env_value:
                 raise DiffperfError(
                     f"expected env=NAME=VALUE with NAME a variable name, got {value!r}", source=source, key=key
                 )

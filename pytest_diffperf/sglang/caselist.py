@@ -143,8 +143,8 @@ def _real_import(hardware: str, notes: list[str]) -> dict[str, ModuleType] | Non
             del sys.modules[name]
         notes.append(f"the installed sglang does not import ({exc}); loaded its files with stand-ins instead")
         return None
-    except Exception as exc:  # noqa: BLE001 (SGLang's own code failed: say what it said)
-        raise DiffperfError(f"importing SGLang's case lists failed: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 (SGLang's own code failed: say what it said)
+        raise DiffperfError(f"importing SGLang's case lists failed: {_failure(exc)}") from None
 
 
 def _with_standins(
@@ -188,6 +188,11 @@ def load_with_standins(
     return {**ran, **loaded}
 
 
+def _failure(exc: BaseException) -> str:
+    """What SGLang's code did instead of defining its cases (a ``sys.exit`` too: it must not end the run)."""
+    return f"it called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+
+
 def _run(name: str, path: Path, shown: Path) -> ModuleType:
     if not path.is_file():
         raise DiffperfError("SGLang's case file is missing", source=str(shown))
@@ -195,9 +200,9 @@ def _run(name: str, path: Path, shown: Path) -> ModuleType:
         return standins.load_source_module(name, path)
     except DiffperfError:
         raise
-    except Exception as exc:  # noqa: BLE001 (SGLang's code failed under the stand-ins: say where)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 (SGLang's code failed under the stand-ins: say where)
         raise DiffperfError(
-            f"loading failed: {type(exc).__name__}: {exc} (pytest-diffperf's stand-ins for the sglang "
+            f"loading failed: {_failure(exc)} (pytest-diffperf's stand-ins for the sglang "
             "runtime may not cover this version of SGLang's case files)",
             source=str(shown),
         ) from None

@@ -160,7 +160,7 @@ def parse_shard(shard: str | None, shard_id: str | None, num_shards: str | None)
     else:
         k, sep, n = str(shard_id), "/", str(num_shards)
         flag, text = "--diffperf-shard-id/--diffperf-num-shards", f"{shard_id}/{num_shards}"
-    if not (sep and k.strip().isdigit() and n.strip().isdigit()):
+    if not (sep and (k + n).isascii() and k.strip().isdigit() and n.strip().isdigit()):
         raise DiffperfError(
             f"expected K/N with whole numbers (shard K of N, 1-based, e.g. 2/4), got {text!r}", source=flag
         )

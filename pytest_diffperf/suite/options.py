@@ -7,7 +7,6 @@ paths from the command line to the invocation directory.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .._util.text import truthy
+from .._util.text import is_switch, truthy
+from ..cases import MAX_WAIT_S
 from ..errors import DiffperfError
 
 LAST = "last"  # --diffperf-compare-to's word for the history's latest run
@@ -216,8 +216,15 @@ def option_path(config: pytest.Config, dest: str, *, early: bool = False) -> Pat
 def _raw(config: pytest.Config, opt: Option, *, early: bool = False) -> tuple[object, Path]:
     cmdline = getattr(config.known_args_namespace, opt.dest, None) if early else config.getoption(opt.dest)
     raw, base = cmdline, config.invocation_params.dir
+    if raw == "" and opt.flag != "--diffperf":  # --diffperf= has its own message (plugin.py)
+        raise pytest.UsageError(f"diffperf: {opt.flag}: expected a value, got nothing (leave the option out instead)")
     if raw is None:
         raw, base = config.getini(opt.dest), config.rootpath
+        if opt.is_flag and not is_switch(raw):  # a typo must not switch the setting off without a word
+            raise pytest.UsageError(
+                f"diffperf: ini key {opt.dest} ({config.inipath}): expected true or false "
+                f"(1/0, yes/no, on/off), got {raw!r}"
+            )
     return (raw if raw not in (None, "") else opt.default), Path(base)
 
 
@@ -252,8 +259,10 @@ def _positive_float(raw: object, flag: str) -> float:
         value = float(str(raw))
     except ValueError:
         raise DiffperfError(f"expected a number of seconds, got {raw!r}", source=flag) from None
-    if not (value > 0 and math.isfinite(value)):
-        raise DiffperfError(f"expected a positive, finite number of seconds, got {raw!r}", source=flag)
+    if not (0 < value <= MAX_WAIT_S):
+        raise DiffperfError(
+            f"expected a positive number of seconds, at most {MAX_WAIT_S:.0f} (a week), got {raw!r}", source=flag
+        )
     return value
 
 

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .._util.atomicfile import write_atomic
 from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..errors import DiffperfError
 from ..results import history
-from ..results.model import RESULTS_VERSION, ScenarioResult
+from ..results.model import RESULTS_VERSION, ScenarioResult, fails_run
 from ..results.provenance import Provenance, collect, machine_note
 from ..results.stepsummary import markdown, totals
 from ..results.tables import ordered, summary_table
@@ -46,24 +47,46 @@ class ResultsCollector:
         self.written: list[str] = []  # what this run wrote, for the terminal summary
         self._provenance: Provenance | None = None
         self._config: pytest.Config | None = None
+        self._scenarios: dict[str, str] = {}  # node id -> scenario, from the first report that names it
 
     # -- gathering -------------------------------------------------------------------------------
     @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._config = session.config
+
+    @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
-        if SCENARIO_PROPERTY not in props:
+        scenario = props.get(SCENARIO_PROPERTY) or self._scenarios.get(report.nodeid) or self._scenario_of(report)
+        if scenario is None:
             return
+        self._scenarios[report.nodeid] = str(scenario)
         if RESULT_PROPERTY in props:
             self.results[report.nodeid] = ScenarioResult.model_validate_json(str(props[RESULT_PROPERTY]))
-        if report.failed and self.results.get(report.nodeid, None) is None:
+        current = self.results.get(report.nodeid, None)
+        if report.failed and (
+            current is None or not fails_run(current.outcome, self.header.get("inconclusive", "report"))
+        ):
+            # pytest reports it FAILED or ERROR (a teardown error, an xdist worker that died): so does the file
             server = json.loads(str(props[SERVER_PROPERTY])) if SERVER_PROPERTY in props else None
-            self.results[report.nodeid] = ScenarioResult(
-                scenario=str(props[SCENARIO_PROPERTY]), verdict="error", message=crash_line(report), server=server
+            update = {"verdict": "error", "message": crash_line(report)}
+            self.results[report.nodeid] = (
+                current.model_copy(update=update)
+                if current is not None
+                else ScenarioResult(scenario=str(scenario), server=server, **update)
             )
-        elif report.skipped and report.nodeid not in self.results:
+        elif report.skipped and current is None:
             self.results[report.nodeid] = ScenarioResult(
-                scenario=str(props[SCENARIO_PROPERTY]), verdict="skipped", message=skip_reason(report)
+                scenario=str(scenario), verdict="skipped", message=skip_reason(report)
             )
+
+    def _scenario_of(self, report: pytest.TestReport) -> str | None:
+        """A failed report that carries no properties (an xdist worker that died before its test reported):
+        the scenario its node id names, if it is one of the session's."""
+        session = get_session(self._config) if self._config is not None and report.failed else None
+        name = report.nodeid.rpartition("::")[2]
+        known = session is not None and (name in session.cases or name in session.baselines.scenarios)
+        return name if known and "::" in report.nodeid else None
 
     # -- header ----------------------------------------------------------------------------------
     @pytest.hookimpl
@@ -118,31 +141,39 @@ class ResultsCollector:
             return  # xdist workers report through the controller
         diffperf_session = get_session(session.config)
         document = self.document(diffperf_session)
-        if self.json_path:
-            self.json_path.parent.mkdir(parents=True, exist_ok=True)
-            self.json_path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-            self.written.append(f"diffperf results: {self.json_path}")
-        compared = [r.consistency for r in self.results.values() if r.consistency]
-        if self.artifacts_dir and compared:
-            from ..consistency.artifacts import write_summary  # numpy and PIL: loaded only by runs that compared
-
-            write_summary(compared, self.artifacts_dir)
         results = self.ordered(diffperf_session)
-        provenance = document.get("provenance")
-        append_step_summary(markdown(results, self.header, provenance))
-        if diffperf_session is not None:
-            self._history_and_html(diffperf_session, session.config, document, results)
+        try:  # each file whole or not at all (a full disk): one error line, the run fails, no traceback
+            if self.json_path:
+                try:
+                    write_atomic(self.json_path, json.dumps(document, indent=2) + "\n")
+                except OSError as exc:  # the old file is left whole
+                    raise DiffperfError(f"cannot write: {exc.strerror or exc}", source=str(self.json_path)) from None
+                self.written.append(f"diffperf results: {self.json_path}")
+            compared = [r.consistency for r in self.results.values() if r.consistency]
+            if self.artifacts_dir and compared:
+                from ..consistency.artifacts import write_summary  # numpy and PIL: loaded only by runs that compared
+
+                write_summary(compared, self.artifacts_dir)
+            append_step_summary(markdown(results, self.header, document.get("provenance")))
+            if diffperf_session is not None:
+                self._history_and_html(diffperf_session, session.config, document, results)
+        except OSError as exc:
+            self._failed(session, f"cannot write {exc.filename or 'a results file'}: {exc.strerror or exc}")
+        except DiffperfError as exc:
+            self._failed(session, str(exc))
+
+    def _failed(self, session: pytest.Session, problem: str) -> None:
+        self.written.append(f"diffperf: error: {problem}")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _history_and_html(
         self, session: DiffperfSession, config: pytest.Config, document: dict[str, Any], results: list[ScenarioResult]
     ) -> None:
-        try:
-            if session.settings.diffperf_history is not None:
-                self.written.append(f"diffperf history: {history.save(session.settings.diffperf_history, document)}")
-            if session.settings.diffperf_html is not None:
-                self.written.append(f"diffperf report: {write_html(session, config, document, results)}")
-        except DiffperfError as exc:
-            self.written.append(f"diffperf: error: {exc}")
+        if session.settings.diffperf_history is not None:
+            self.written.append(f"diffperf history: {history.save(session.settings.diffperf_history, document)}")
+        if session.settings.diffperf_html is not None:
+            self.written.append(f"diffperf report: {write_html(session, config, document, results)}")
 
     def ordered(self, session: DiffperfSession | None) -> list[ScenarioResult]:
         """The results in the baseline file's order (xdist delivers them in completion order)."""

@@ -39,8 +39,6 @@ def configure_reporting(config: pytest.Config, session: DiffperfSession) -> None
             # the report shows each comparison image, which the check draws only into an artifacts folder
             artifacts = session.workdir / "artifacts"
             session.consistency = dataclasses.replace(session.consistency, artifacts_dir=artifacts)
-    if s.diffperf_history is not None and s.diffperf_history.exists() and not s.diffperf_history.is_dir():
-        raise DiffperfError("is a file; expected a history folder", source="--diffperf-history")
     if s.diffperf_compare_to is not None and not hasattr(config, "workerinput"):
         config.stash[COMPARED_KEY] = earlier_run(s.diffperf_compare_to, s.diffperf_history)
     if distributed(config):

@@ -82,7 +82,7 @@ class DiffperfSession:
         if any(c.run_consistency_check for c in cases.values()):
             consistency = consistency_config(settings, ground_truth_requested(config))
         limits = thresholds(settings) if consistency else None
-        check_up_front(settings, cases.values(), consistency)
+        check_up_front(settings, cases.values(), consistency, baselines.files)
         priors = noise_priors(settings)
         inconclusive, noise = inconclusive_mode(settings), static_policy(settings, priors)
         sweep("diffperf-")  # earlier versions' and crashed runs' work folders in $TMPDIR, once old

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 
-from pytest_diffperf._util import atomicfile
+from pytest_diffperf._util import atomicfile, tempdirs
 from pytest_diffperf._util.tempdirs import sweep
 
 
@@ -14,19 +15,26 @@ def _age(path, seconds: float) -> None:
     os.utime(path, (old, old), follow_symlinks=False)
 
 
-def test_sweep_removes_only_old_real_folders_of_the_prefix(tmp_path):
-    old, fresh, other = tmp_path / "diffperf-old", tmp_path / "diffperf-fresh", tmp_path / "other-old"
-    for folder in (old, fresh, other):
-        (folder / "server-1").mkdir(parents=True)
+def test_sweep_removes_only_old_marked_real_folders_of_the_prefix(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    old, fresh, other = tempdirs.make("diffperf-"), tempdirs.make("diffperf-"), tempdirs.make("other-")
+    users = tmp_path / "diffperf-history"  # a user's own folder of that name: no marker
+    forged = tmp_path / "diffperf-forged"  # a marker file of another content
+    (forged / "server-1").mkdir(parents=True)
+    (forged / tempdirs.MARKER).write_text("x")
+    for folder in (old, fresh, other, users, forged):
+        (folder / "server-1").mkdir(parents=True, exist_ok=True)
         (folder / "server-1" / "server.log").write_text("log")
         _age(folder / "server-1", 10 * 24 * 3600)
+        if (folder / tempdirs.MARKER).exists():
+            _age(folder / tempdirs.MARKER, 10 * 24 * 3600)
         _age(folder, 10 * 24 * 3600)
     (fresh / "server-2").mkdir()  # written to just now
     victim = tmp_path / "keep"
     victim.mkdir()
     (tmp_path / "diffperf-link").symlink_to(victim)
     assert sweep("diffperf-", root=tmp_path) == [old]
-    assert not old.exists() and fresh.is_dir() and other.is_dir() and victim.is_dir()
+    assert not old.exists() and all(f.is_dir() for f in (fresh, other, victim, users, forged))
 
 
 def test_next_locked_write_removes_a_killed_writers_temp_files(tmp_path):

@@ -130,11 +130,11 @@ BAD_ARGUMENTS = [
     ),
     (["--measurement-repeats", "0"], "argument --measurement-repeats: expected a positive integer, got '0'"),
     (["--measurement-repeats", "two"], "argument --measurement-repeats: expected a positive integer, got 'two'"),
-    (["--startup-timeout", "-5"], "argument --startup-timeout: expected a positive number, got '-5'"),
-    (["--startup-timeout", "nan"], "argument --startup-timeout: expected a positive number, got 'nan'"),
+    (["--startup-timeout", "-5"], "argument --startup-timeout: expected a positive number, at most 604800, got '-5'"),
+    (["--startup-timeout", "nan"], "argument --startup-timeout: expected a positive number, at most 604800, got 'nan'"),
     (["--report", "nowhere.jsonl"], "nowhere.jsonl: file not found"),
     (["--output", "."], "--output: . is a folder; expected a file path"),
-    (["--log-dir", "cases.json"], "cases.json: cannot create: File exists"),
+    (["--log-dir", "cases.json"], "--log-dir: cases.json is a file; expected a folder"),
 ]
 
 

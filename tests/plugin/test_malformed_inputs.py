@@ -14,6 +14,7 @@ import importlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -108,6 +109,11 @@ class Bad:
     raw: Mapping[str, str | bytes] = field(default_factory=dict)  # files replaced by this content
     links: Mapping[str, str] = field(default_factory=dict)  # files replaced by a symlink to this target
     subprocess: bool = False  # run as a real process too (python -m pytest / python -m pytest_diffperf.cli)
+    dirs: tuple[str, ...] = ()  # files replaced by an empty folder (a folder where a file belongs)
+    modes: Mapping[str, int] = field(default_factory=dict)  # permission bits set after writing (unreadable)
+    env: Mapping[str, str] = field(default_factory=dict)  # environment variables of the run
+    copies: Mapping[str, Path] = field(default_factory=dict)  # folders copied in (SGLang's case lists)
+    appends: Mapping[str, str] = field(default_factory=dict)  # text appended to a copied file
 
 
 def scenario(**fields: Any) -> Change:
@@ -253,7 +259,7 @@ CASES = [
     P("gt-manifest-bad-sha", *CONSISTENCY, expect=(M, "files.tiny_1gpu.png.sha256"), change=set_in(M, "files", "tiny_1gpu.png", "sha256", value="xyz")),
     P("gt-manifest-format-2", *CONSISTENCY, expect=(M, "format"), change=set_in(M, "format", value=2)),
     P("gt-file-symlink-out", *CONSISTENCY, expect=("tiny_1gpu.png", "outside the ground-truth folder"), links={"gt/tiny_1gpu.png": "../cases.json"}),
-    P("gt-file-not-image", *CONSISTENCY, expect=("tiny_1gpu.png", "not a readable image"), raw={"gt/tiny_1gpu.png": b"not a png at all"}),
+    P("gt-file-not-image", *CONSISTENCY, expect=("tiny_1gpu.png", "sha256", M), raw={"gt/tiny_1gpu.png": b"not a png at all"}),
     P("gt-folder-missing", "--diffperf-gt-dir=nope", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("--diffperf-gt-dir", "nope"), subprocess=True),
     P("gt-frames-every-0", *CONSISTENCY, "--diffperf-frames=every:0", expect=("every:0",)),
     P("gt-unknown-clip", "--diffperf-gt-dir=gt", "--diffperf-clip-model=NoSuchCLIP", expect=("NoSuchCLIP",)),
@@ -320,6 +326,338 @@ CASES = [
 ]  # fmt: skip
 
 
+# -- issue 26: the corpus, by kind -------------------------------------------------------------------------------
+CASES_JSON = json.dumps({"cases": [tiny_case("tiny")]})
+RESULTS_JSON = json.dumps(base_files()["results.json"])
+MANIFEST_JSON = json.dumps(base_files()["gt/manifest.json"])
+SGLANG_SRC = GPU_CASES.parents[4]  # holds the sglang package folder
+SG_DIR = "sg/sglang/multimodal_gen/test/server"  # a copy of SGLang's case lists in the run's folder
+SG = f"{SG_DIR}/gpu_cases.py"
+HIST = ("history/r.json",)
+
+
+def bomb_png(width: int = 20000, height: int = 20000) -> bytes:
+    """A PNG whose header claims ``width`` x ``height`` pixels (PIL refuses it unread: a decompression bomb)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b"")
+    )
+
+
+BOMB = bomb_png()
+
+
+def manifest_for(data: bytes) -> Change:
+    return set_in(M, "files", "tiny_1gpu.png", value={"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
+
+
+def framework(**fields: Any) -> Change:
+    return lambda f: f[C]["cases"][0]["frameworks"]["sglang"].update(fields)
+
+
+def env(**variables: str) -> Change:
+    return framework(extra_env=dict(variables))
+
+
+def history_file(change: Change | None = None) -> Change:
+    def make(f: dict[str, Any]) -> None:
+        doc = copy.deepcopy(f[R])
+        f["history/r.json"] = doc
+        if change is not None:
+            change({R: doc})
+
+    return make
+
+
+def ini(text: str) -> dict[str, str]:
+    return {"pytest.ini": "[pytest]\n" + text + "\n"}
+
+
+CASES += [
+    # -- baselines: truncated, wrong type, wrong nesting, empty, NaN, huge, unicode -------------------------------
+    P("c26-baseline-cut-10", expect=(B, "invalid JSON"), raw={B: BASE_JSON[:10]}),
+    P("c26-baseline-cut-100", expect=(B, "invalid JSON"), raw={B: BASE_JSON[:100]}),
+    P("c26-baseline-cut-300", expect=(B, "invalid JSON"), raw={B: BASE_JSON[:300]}),
+    P("c26-baseline-trailing-garbage", expect=(B, "invalid JSON"), raw={B: BASE_JSON + "x"}),
+    P("c26-baseline-bom", expect=(B, "invalid JSON"), raw={B: "\ufeff" + BASE_JSON}),
+    P("c26-baseline-whitespace", expect=(B, "invalid JSON"), raw={B: "  \n\t "}),
+    P("c26-baseline-top-string", expect=(B, "expected a JSON object"), raw={B: '"baselines"'}),
+    P("c26-baseline-top-number", expect=(B, "expected a JSON object"), raw={B: "3"}),
+    P("c26-baseline-metadata-list", expect=(B, "metadata"), change=set_in(B, "metadata", value=[])),
+    P("c26-baseline-sampling-list", expect=(B, "sampling"), change=set_in(B, "sampling", value=[0.5])),
+    P("c26-baseline-fractions-string", expect=(B, "sampling.step_fractions"), change=set_in(B, "sampling", "step_fractions", value="0,0.5")),
+    P("c26-baseline-fractions-text", expect=(B, "sampling.step_fractions"), change=set_in(B, "sampling", "step_fractions", value=["half"])),
+    P("c26-baseline-fraction-nan", expect=(B, "sampling.step_fractions"), raw={B: BASE_JSON.replace("[0.0, 0.5, 1.0]", "[0.0, NaN]")}),
+    P("c26-baseline-profile-list", expect=(B, "tolerances.pr_test"), change=set_in(B, "tolerances", "pr_test", value=[2.0])),
+    P("c26-baseline-tolerance-string", expect=(B, "tolerances.pr_test.e2e"), change=set_in(B, "tolerances", "pr_test", "e2e", value="2")),
+    P("c26-baseline-tolerance-neg-inf", expect=(B, "tolerances.pr_test.e2e"), raw={B: BASE_JSON.replace('"e2e": 2.0', '"e2e": -Infinity', 1)}),
+    P("c26-baseline-tolerance-huge-int", expect=(B, "invalid JSON"), raw={B: BASE_JSON.replace('"e2e": 2.0', '"e2e": ' + "7" * 6000, 1)}),
+    P("c26-baseline-stages-list", expect=(B, f"{TINY}.stages_ms"), change=scenario(stages_ms=[1.0])),
+    P("c26-baseline-stage-string", expect=(B, f"{TINY}.stages_ms.DenoisingStage"), change=scenario(stages_ms={"DenoisingStage": "fast"})),
+    P("c26-baseline-stage-nan", expect=(B, f"{TINY}.stages_ms"), raw={B: BASE_JSON.replace('"stages_ms": {}', '"stages_ms": {"DenoisingStage": NaN}')}),
+    P("c26-baseline-stage-1e400", expect=(B, f"{TINY}.stages_ms"), raw={B: BASE_JSON.replace('"stages_ms": {}', '"stages_ms": {"DenoisingStage": 1e400}')}),
+    P("c26-baseline-steps-list", expect=(B, f"{TINY}.denoise_step_ms"), change=scenario(denoise_step_ms=[1.0])),
+    P("c26-baseline-step-key-text", expect=(B, f"{TINY}.denoise_step_ms"), change=scenario(denoise_step_ms={"first": 1.0})),
+    P("c26-baseline-step-negative", expect=(B, f"{TINY}.denoise_step_ms"), change=scenario(denoise_step_ms={"0": -1.0})),
+    P("c26-baseline-avg-null", expect=(B, f"{TINY}.expected_avg_denoise_ms"), change=scenario(expected_avg_denoise_ms=None)),
+    P("c26-baseline-median-list", expect=(B, f"{TINY}.expected_median_denoise_ms"), change=scenario(expected_median_denoise_ms=[1])),
+    P("c26-baseline-e2e-object", expect=(B, f"{TINY}.expected_e2e_ms"), change=scenario(expected_e2e_ms={"ms": 1})),
+    P("c26-baseline-e2e-zero-string", expect=(B, f"{TINY}.expected_e2e_ms"), change=scenario(expected_e2e_ms="")),
+    P("c26-baseline-scenario-empty", expect=(B, TINY), change=set_in(B, "scenarios", "tiny", value={})),
+    P("c26-baseline-scenario-list", expect=(B, TINY), change=set_in(B, "scenarios", "tiny", value=[GENEROUS])),
+    P("c26-baseline-scenario-nested", expect=(B, TINY), change=set_in(B, "scenarios", "tiny", value={"tiny": dict(GENEROUS)})),
+    P("c26-baseline-scenarios-string", expect=(B, "scenarios"), change=set_in(B, "scenarios", value="tiny")),
+    P("c26-baseline-scenarios-null", expect=(B, "scenarios"), change=set_in(B, "scenarios", value=None)),
+    P("c26-baseline-key-non-ascii", expect=(B, "tïny"), change=rename_scenario("tïny")),
+    P("c26-baseline-key-zero-width", expect=(B, "scenarios."), change=rename_scenario("ti\u200bny")),
+    P("c26-baseline-key-rtl", expect=(B, "scenarios."), change=rename_scenario("tiny\u202e")),
+    P("c26-baseline-key-emoji", expect=(B, "scenarios."), change=rename_scenario("tiny\U0001f680")),
+    P("c26-baseline-key-300", expect=(B, "300 characters"), change=rename_scenario("t" * 300)),
+    P("c26-baseline-key-nul", expect=(B, "scenarios."), change=rename_scenario("ti\0ny")),
+    P("c26-baseline-latin1", expect=(B, "cannot read"), raw={B: BASE_JSON.replace('"cpu"', '"c\xe9pu"').encode("latin-1")}),
+    P("c26-baseline-folder-empty", "--diffperf-baselines=empty", expect=("empty",)),
+    P("c26-baseline-broken-link", expect=("nowhere.json", "not found"), links={B: "nowhere.json"}),
+    P("c26-baseline-unreadable", expect=(B, "cannot read"), modes={B: 0}),
+    # -- case files -----------------------------------------------------------------------------------------------
+    P("c26-cases-cut-20", expect=(C, "invalid JSON"), raw={C: CASES_JSON[:20]}),
+    P("c26-cases-cut-120", expect=(C, "invalid JSON"), raw={C: CASES_JSON[:120]}),
+    P("c26-cases-top-null", expect=(C, "expected a JSON object"), raw={C: "null"}),
+    P("c26-cases-height-string", expect=(C, "cases.0.height"), change=case(height="x")),
+    P("c26-cases-frames-string", expect=(C, "cases.0.num_frames"), change=case(num_frames="5")),
+    P("c26-cases-seed-float", expect=(C, "cases.0.seed"), change=case(seed=1.5)),
+    P("c26-cases-fps-string", expect=(C, "cases.0.fps"), change=case(fps="24")),
+    P("c26-cases-model-int", expect=(C, "cases.0.model"), change=case(model=5)),
+    P("c26-cases-task-int", expect=(C, "cases.0.task"), change=case(task=3)),
+    P("c26-cases-prompt-int", expect=(C, "cases.0.prompt"), change=case(prompt=5)),
+    P("c26-cases-prompt-list", expect=(C, "cases.0.prompt"), change=case(prompt=["a", "b"])),
+    P("c26-cases-format-int", expect=(C, "cases.0.output_format"), change=case(output_format=5)),
+    P("c26-cases-gpus-string", expect=(C, "cases.0.num_gpus"), change=case(num_gpus="2")),
+    P("c26-cases-request-extra-string", expect=(C, "cases.0.sglang_request_extra"), change=case(sglang_request_extra="x")),
+    P("c26-cases-perf-check-string", expect=(C, "cases.0.run_perf_check"), change=case(run_perf_check="yes")),
+    P("c26-cases-repeat-float", expect=(C, "cases.0.perf_repeat_requests"), change=case(perf_repeat_requests=1.5)),
+    P("c26-cases-timeout-string", expect=(C, "cases.0.timeout_s"), change=case(timeout_s="60")),
+    P("c26-cases-timeout-nan", expect=(C, "cases.0.timeout_s"), raw={C: CASES_JSON.replace('"timeout_s": 120', '"timeout_s": NaN')}),
+    P("c26-cases-timeout-1e300", expect=(C, "cases.0.timeout_s"), change=case(timeout_s=1e300)),
+    P("c26-cases-timeout-1e9", expect=(C, "cases.0.timeout_s"), change=case(timeout_s=1e9)),
+    P("c26-cases-timeout-zero", expect=(C, "cases.0.timeout_s"), change=case(timeout_s=0)),
+    P("c26-cases-guidance-inf", expect=(C, "cases.0.guidance_scale"), raw={C: CASES_JSON.replace('"seed": 1', '"seed": 1, "guidance_scale": Infinity')}),
+    P("c26-cases-frameworks-list", expect=(C, "cases.0.frameworks"), change=case(frameworks=["sglang"])),
+    P("c26-cases-framework-string", expect=(C, "cases.0.frameworks.sglang"), change=case(frameworks={"sglang": "--x"})),
+    P("c26-cases-extra-env-list", expect=(C, "cases.0.frameworks.sglang.extra_env"), change=framework(extra_env=["A=1"])),
+    P("c26-cases-env-value-int", expect=(C, "cases.0.frameworks.sglang.extra_env"), change=env(A=1)),  # type: ignore[arg-type]
+    P("c26-cases-env-name-equals", expect=(C, "cases.0.frameworks.sglang.extra_env", "'A=B'"), change=env(**{"A=B": "1"})),
+    P("c26-cases-env-name-nul", expect=(C, "cases.0.frameworks.sglang.extra_env", "NUL"), change=env(**{"A\0B": "1"})),
+    P("c26-cases-env-name-empty", expect=(C, "cases.0.frameworks.sglang.extra_env"), change=env(**{"": "1"})),
+    P("c26-cases-env-value-nul", expect=(C, "cases.0.frameworks.sglang.extra_env", "NUL"), change=env(A="x\0y")),
+    P("c26-cases-serve-args-int", expect=(C, "cases.0.frameworks.sglang.serve_args"), change=serve_args(3)),
+    P("c26-cases-serve-args-dquote", expect=(C, "cases.0.frameworks.sglang.serve_args", "No closing quotation"), change=serve_args('--x "y')),
+    P("c26-cases-case-empty", expect=(C, "cases.0.id", "missing"), change=set_in(C, "cases", value=[{}])),
+    P("c26-cases-case-list", expect=(C, "cases.0"), change=set_in(C, "cases", value=[[tiny_case("tiny")]])),
+    P("c26-cases-case-string", expect=(C, "cases.0"), change=set_in(C, "cases", value=["tiny"])),
+    P("c26-cases-nested-twice", expect=(C, "cases"), change=set_in(C, "cases", value={"cases": [tiny_case("tiny")]})),
+    P("c26-cases-id-int", expect=(C, "cases.0.id"), change=rename_case(5)),  # type: ignore[arg-type]
+    P("c26-cases-id-non-ascii", expect=(C, "cases.0.id", "tïny"), change=rename_case("tïny")),
+    P("c26-cases-id-rtl", expect=(C, "cases.0.id"), change=rename_case("tiny\u202egnp.exe")),
+    P("c26-cases-id-emoji", expect=(C, "cases.0.id"), change=rename_case("tiny\U0001f680")),
+    P("c26-cases-id-300", expect=(C, "cases.0.id", "300 characters"), change=rename_case("t" * 300)),
+    P("c26-cases-id-dot", expect=(C, "cases.0.id"), change=rename_case(".")),
+    P("c26-cases-id-leading-dash", expect=(C, "cases.0.id"), change=rename_case("-tiny")),
+    P("c26-cases-folder", "--diffperf-cases=empty", expect=("empty", "gpu_cases.py")),
+    P("c26-cases-broken-link", expect=("nowhere.json", "not found"), links={C: "nowhere.json"}),
+    P("c26-cases-unreadable", expect=(C, "cannot read"), modes={C: 0}),
+    P("c26-cases-not-gpu-cases-py", "--diffperf-cases=tests.py", expect=("tests.py", "gpu_cases.py"), raw={"tests.py": "x = 1\n"}),
+    P("c26-cases-sglang-systemexit", f"--diffperf-cases={SG}", expect=(SG, "sys.exit(0)"), copies={"sg": SGLANG_SRC}, appends={SG: "\nraise SystemExit(0)\n"}),
+    P("c26-cases-sglang-syntax", f"--diffperf-cases={SG}", expect=(SG, "SyntaxError"), copies={"sg": SGLANG_SRC}, appends={SG: "\ndef (\n"}),
+    # -- options: superscripts, huge and empty values, outputs that are inputs ---------------------------------------
+    P("c26-opt-shard-superscript-n", "--diffperf-shard=1/²", expect=("--diffperf-shard", "'1/²'")),
+    P("c26-opt-shard-superscript-k", "--diffperf-shard=²/2", expect=("--diffperf-shard", "'²/2'")),
+    P("c26-opt-shard-arabic", "--diffperf-shard=\u0661/\u0662", expect=("--diffperf-shard",)),
+    P("c26-opt-shard-id-superscript", "--diffperf-shard-id=²", "--diffperf-num-shards=2", expect=("--diffperf-shard-id",)),
+    P("c26-opt-shard-float", "--diffperf-shard=1.0/2", expect=("--diffperf-shard", "1.0/2")),
+    P("c26-opt-frames-every-superscript", *CONSISTENCY, "--diffperf-frames=every:²", expect=("--diffperf-frames", "'²'")),
+    P("c26-opt-frames-index-superscript", *CONSISTENCY, "--diffperf-frames=first,³", expect=("--diffperf-frames", "'³'")),
+    P("c26-opt-frames-negative", *CONSISTENCY, "--diffperf-frames=-1", expect=("--diffperf-frames", "'-1'")),
+    P("c26-opt-frames-twice", *CONSISTENCY, "--diffperf-frames=first,first", expect=("--diffperf-frames", "twice")),
+    P("c26-opt-request-timeout-1e300", "--diffperf-request-timeout=1e300", expect=("--diffperf-request-timeout", "'1e300'")),
+    P("c26-opt-startup-timeout-1e300", "--diffperf-startup-timeout=1e300", expect=("--diffperf-startup-timeout", "'1e300'")),
+    P("c26-opt-progress-every-1e300", "--diffperf-progress-every=1e300", expect=("--diffperf-progress-every", "'1e300'")),
+    P("c26-opt-startup-timeout-superscript", "--diffperf-startup-timeout=²", expect=("--diffperf-startup-timeout", "'²'")),
+    P("c26-opt-log-tail-text", "--diffperf-log-tail=abc", expect=("--diffperf-log-tail", "'abc'")),
+    P("c26-opt-log-tail-float", "--diffperf-log-tail=1.5", expect=("--diffperf-log-tail", "'1.5'")),
+    P("c26-opt-log-tail-superscript", "--diffperf-log-tail=²", expect=("--diffperf-log-tail", "'²'")),
+    P("c26-opt-base-empty", "--diffperf-base=", expect=("--diffperf-base", "got nothing")),
+    P("c26-opt-base-blank", "--diffperf-base= ; ", expect=("--diffperf-base", "empty SPEC")),
+    P("c26-opt-base-env-name", "--diffperf-base=env=A-B=1", expect=("--diffperf-base", "env=NAME=VALUE")),
+    P("c26-opt-base-unknown-key", "--diffperf-base=pyhton=/usr/bin/python3", expect=("--diffperf-base", "pyhton")),
+    P("c26-opt-base-args-quote", "--diffperf-base=args=--x 'y", expect=("--diffperf-base", "shell words")),
+    P("c26-opt-candidate-empty", "--diffperf-base=current", "--diffperf-candidate=", expect=("--diffperf-candidate", "got nothing")),
+    P("c26-opt-cases-empty", "--diffperf-cases=", expect=("--diffperf-cases", "got nothing")),
+    P("c26-opt-baselines-empty", "--diffperf-baselines=", expect=("--diffperf-baselines", "got nothing")),
+    P("c26-opt-hardware-empty", "--diffperf-hardware=", expect=("--diffperf-hardware", "got nothing")),
+    P("c26-opt-json-empty", "--diffperf-json=", expect=("--diffperf-json", "got nothing")),
+    P("c26-opt-devices-empty", "--diffperf-devices=", expect=("--diffperf-devices", "got nothing")),
+    P("c26-opt-gt-dir-empty", "--diffperf-gt-dir=", expect=("--diffperf-gt-dir", "got nothing")),
+    P("c26-opt-devices-blank-entry", "--diffperf-devices=0, ,1", expect=("--diffperf-devices",)),
+    P("c26-opt-ab-request-pairs-zero", "--diffperf-base=current", "--diffperf-ab-request-pairs=0", expect=("--diffperf-ab-request-pairs", "0")),
+    P("c26-opt-ab-max-requests-text", "--diffperf-base=current", "--diffperf-ab-max-requests=abc", expect=("--diffperf-ab-max-requests", "abc")),
+    P("c26-opt-ab-tolerance-text", "--diffperf-base=current", "--diffperf-ab-tolerance=abc", expect=("--diffperf-ab-tolerance", "abc")),
+    P("c26-opt-static-noise", "--diffperf-static-noise=sometimes", expect=("--diffperf-static-noise", "sometimes")),
+    P("c26-opt-remeasure-superscript", "--diffperf-remeasure=²", expect=("--diffperf-remeasure", "²")),
+    P("c26-opt-regen-min-improvement-neg", "--regen-baselines", "--regen-min-improvement=-5%", expect=("--regen-min-improvement", "-5%")),
+    P("c26-out-json-is-baseline", f"--diffperf-json={B}", expect=("--diffperf-json", B, "which this run reads")),
+    P("c26-out-json-is-cases", f"--diffperf-json={C}", expect=("--diffperf-json", C, "which this run reads"), subprocess=True),
+    P("c26-out-html-is-cases", f"--diffperf-html={C}", expect=("--diffperf-html", C, "which this run reads")),
+    P("c26-out-html-is-baseline", f"--diffperf-html={B}", expect=("--diffperf-html", B, "which this run reads")),
+    P("c26-out-json-is-thresholds", *THRESHOLDS, f"--diffperf-json={T}", expect=("--diffperf-json", T, "which this run reads")),
+    P("c26-out-json-in-gt", *CONSISTENCY, "--diffperf-json=gt/results.json", expect=("--diffperf-json", "inside", "gt")),
+    P("c26-out-json-is-manifest", *CONSISTENCY, f"--diffperf-json={M}", expect=("--diffperf-json", "which this run reads")),
+    P("c26-out-artifacts-is-gt", *CONSISTENCY, "--diffperf-artifacts=gt", expect=("--diffperf-artifacts", "which this run reads")),
+    P("c26-out-artifacts-in-gt", *CONSISTENCY, "--diffperf-artifacts=gt/art", expect=("--diffperf-artifacts", "inside")),
+    P("c26-out-artifacts-is-file", *CONSISTENCY, f"--diffperf-artifacts={C}", expect=("--diffperf-artifacts", "is a file")),
+    P("c26-out-artifacts-unwritable", *CONSISTENCY, "--diffperf-artifacts=/proc/nope", expect=("--diffperf-artifacts", "/proc/nope")),
+    P("c26-out-log-dir-is-file", f"--diffperf-log-dir={C}", expect=("--diffperf-log-dir", "is a file")),
+    P("c26-out-log-dir-unwritable", "--diffperf-log-dir=/proc/nope", expect=("--diffperf-log-dir", "/proc/nope")),
+    P("c26-out-history-is-baseline", f"--diffperf-history={B}", expect=("--diffperf-history", "is a file")),
+    P("c26-out-history-unwritable", "--diffperf-history=/proc/nope", expect=("--diffperf-history", "/proc/nope")),
+    P("c26-out-html-unwritable", "--diffperf-html=/proc/nope/r.html", expect=("--diffperf-html", "/proc/nope")),
+    P("c26-out-json-under-file", f"--diffperf-json={C}/r.json", expect=("--diffperf-json", "not a folder")),
+    P("c26-out-json-under-dev-null", "--diffperf-json=/dev/null/r.json", expect=("--diffperf-json", "/dev/null is not a folder")),
+    P("c26-out-json-unwritable-folder", "--diffperf-json=ro/r.json", expect=("--diffperf-json", "not writable"), raw={"ro/.keep": ""}, modes={"ro": 0o555}),
+    P("c26-out-step-summary-is-cases", expect=("GITHUB_STEP_SUMMARY", "which this run reads"), env={"GITHUB_STEP_SUMMARY": C}),
+    P("c26-out-step-summary-unwritable", expect=("GITHUB_STEP_SUMMARY", "/proc/nope"), env={"GITHUB_STEP_SUMMARY": "/proc/nope/s.md"}),
+    P("c26-out-step-summary-folder", expect=("GITHUB_STEP_SUMMARY", "is a folder"), env={"GITHUB_STEP_SUMMARY": "empty"}),
+    P("c26-out-regen-gt-dir-is-file", "--regen-ground-truth", f"--diffperf-gt-dir={C}", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("--diffperf-gt-dir",)),
+    # -- ini values --------------------------------------------------------------------------------------------------
+    P("c26-ini-regen-typo", expect=("regen_baselines", "'ture'"), raw=ini("regen_baselines = ture")),
+    P("c26-ini-regen-dry-run-maybe", expect=("regen_dry_run", "'maybe'"), raw=ini("regen_dry_run = maybe")),
+    P("c26-ini-dry-run-2", expect=("diffperf_dry_run", "'2'"), raw=ini("diffperf_dry_run = 2")),
+    P("c26-ini-regen-force-words", expect=("regen_force", "yes please"), raw=ini("regen_force = yes please")),
+    P("c26-ini-regen-gt-typo", expect=("regen_ground_truth", "'flase'"), raw=ini("regen_ground_truth = flase")),
+    P("c26-ini-request-timeout-inf", expect=("--diffperf-request-timeout", "'inf'"), raw=ini("diffperf_request_timeout = inf")),
+    P("c26-ini-startup-timeout-text", expect=("--diffperf-startup-timeout", "'abc'"), raw=ini("diffperf_startup_timeout = abc")),
+    P("c26-ini-shard", expect=("--diffperf-shard", "'x'"), raw=ini("diffperf_shard = x")),
+    P("c26-ini-inconclusive", expect=("--diffperf-inconclusive", "maybe"), raw=ini("diffperf_inconclusive = maybe")),
+    P("c26-ini-static-noise", expect=("--diffperf-static-noise", "of"), raw=ini("diffperf_static_noise = of")),
+    P("c26-ini-remeasure", expect=("--diffperf-remeasure", "-1"), raw=ini("diffperf_remeasure = -1")),
+    P("c26-ini-log-tail", expect=("--diffperf-log-tail", "-1"), raw=ini("diffperf_log_tail = -1")),
+    P("c26-ini-progress-every", expect=("--diffperf-progress-every", "'0'"), raw=ini("diffperf_progress_every = 0")),
+    P("c26-ini-preset", expect=("nope",), raw=ini("diffperf_preset = nope")),
+    P("c26-ini-devices", expect=("--diffperf-devices", "',,'"), raw=ini("diffperf_devices = ,,")),
+    # -- ground truth ------------------------------------------------------------------------------------------------
+    P("c26-gt-manifest-folder", *CONSISTENCY, expect=(M, "not a file"), dirs=(M,)),
+    P("c26-gt-manifest-broken-link", *CONSISTENCY, expect=(M, "not a file"), links={M: "nowhere.json"}),
+    P("c26-gt-manifest-top-list", *CONSISTENCY, expect=(M, "expected a JSON object"), raw={M: "[]"}),
+    P("c26-gt-manifest-bytes-negative", *CONSISTENCY, expect=(M, "files.tiny_1gpu.png.bytes"), change=set_in(M, "files", "tiny_1gpu.png", "bytes", value=-1)),
+    P("c26-gt-manifest-entry-string", *CONSISTENCY, expect=(M, "files.tiny_1gpu.png"), change=set_in(M, "files", "tiny_1gpu.png", value="abc")),
+    P("c26-gt-manifest-format-string", *CONSISTENCY, expect=(M, "format"), change=set_in(M, "format", value="1")),
+    P("c26-gt-manifest-unknown-key", *CONSISTENCY, expect=(M, "extra"), change=set_in(M, "extra", value=1)),
+    P("c26-gt-manifest-nan", *CONSISTENCY, expect=(M,), raw={M: MANIFEST_JSON.replace('"bytes": ', '"bytes": NaN, "x": ')}),
+    P("c26-gt-bomb-png", *CONSISTENCY, expect=("tiny_1gpu.png", "not a readable image"), raw={"gt/tiny_1gpu.png": BOMB}, change=manifest_for(BOMB)),
+    P("c26-gt-empty-png", *CONSISTENCY, expect=("tiny_1gpu.png", "not a readable image"), raw={"gt/tiny_1gpu.png": b""}, change=manifest_for(b"")),
+    P("c26-gt-truncated-png", *CONSISTENCY, expect=("tiny_1gpu.png", "not a readable image"), raw={"gt/tiny_1gpu.png": PNG[:40]}, change=manifest_for(PNG[:40])),
+    P("c26-gt-tampered-png", *CONSISTENCY, expect=("tiny_1gpu.png", "sha256"), raw={"gt/tiny_1gpu.png": PNG[:-1] + b"\0"}),
+    P("c26-gt-link-to-etc", *CONSISTENCY, expect=("tiny_1gpu.png", "outside the ground-truth folder"), links={"gt/tiny_1gpu.png": "/etc/hostname"}),
+    P("c26-gt-dir-is-file", f"--diffperf-gt-dir={C}", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("--diffperf-gt-dir",)),
+    P("c26-gt-clip-weights-missing", "--diffperf-gt-dir=gt", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=nope.bin", expect=("nope.bin",)),
+    # -- thresholds, noise, compare-to --------------------------------------------------------------------------------
+    P("c26-thresholds-top-list", *THRESHOLDS, expect=(T, "expected a JSON object"), raw={T: "[]"}),
+    P("c26-thresholds-case-list", *THRESHOLDS, expect=(T, "cases.tiny"), change=set_in(T, "cases", "tiny", value=[20.0])),
+    P("c26-thresholds-1e400", *THRESHOLDS, expect=(T, "cases.tiny.psnr_threshold"), raw={T: '{"cases": {"tiny": {"psnr_threshold": 1e400}}}'}),
+    P("c26-thresholds-bool", *THRESHOLDS, expect=(T, "cases.tiny.psnr_threshold"), change=set_in(T, "cases", "tiny", "psnr_threshold", value=True)),
+    P("c26-thresholds-default-string", *THRESHOLDS, expect=(T, "default_ssim_threshold_image"), change=set_in(T, "default_ssim_threshold_image", value="0.9")),
+    P("c26-thresholds-unreadable", *THRESHOLDS, expect=(T, "cannot read"), modes={T: 0}),
+    P("c26-noise-truncated", "--diffperf-noise=noise.json", expect=("noise.json", "invalid JSON"), raw={"noise.json": '{"cpu": '}),
+    P("c26-noise-top-list", "--diffperf-noise=noise.json", expect=("noise.json",), raw={"noise.json": "[]"}),
+    P("c26-noise-missing", "--diffperf-noise=noise.json", expect=("noise.json",)),
+    P("c26-noise-folder", "--diffperf-noise=empty", expect=("empty",)),
+    P("c26-compare-to-truncated", f"--diffperf-compare-to={R}", expect=(R, "invalid JSON"), raw={R: RESULTS_JSON[:30]}),
+    P("c26-compare-to-version", f"--diffperf-compare-to={R}", expect=(R, "version"), change=set_in(R, "version", value=1)),
+    P("c26-compare-to-rows", f"--diffperf-compare-to={R}", expect=(R, "rows"), change=set_in(R, "rows", value=3)),
+    P("c26-compare-to-folder", "--diffperf-compare-to=empty", expect=("empty",)),
+    # -- diffperf lint / show / plan ------------------------------------------------------------------------------------
+    D("c26-lint-truncated", "lint", B, expect=(B, "invalid JSON"), raw={B: BASE_JSON[:50]}),
+    D("c26-lint-top-list", "lint", B, expect=(B, "expected a JSON object"), raw={B: "[]"}),
+    D("c26-lint-nan", "lint", B, expect=(B, "expected_e2e_ms"), raw={B: BASE_JSON.replace("600000.0", "NaN", 1)}),
+    D("c26-lint-key-non-ascii", "lint", B, expect=(B, "tïny"), change=rename_scenario("tïny")),
+    D("c26-lint-broken-link", "lint", B, expect=(B, "not found"), links={B: "nowhere.json"}),
+    D("c26-lint-bad-hardware", "lint", B, "--hardware", "quantum9", expect=("quantum9",)),
+    D("c26-lint-unreadable", "lint", B, expect=(B, "cannot read"), modes={B: 0}),
+    D("c26-show-truncated", "show", B, expect=(B, "invalid JSON"), raw={B: BASE_JSON[:50]}),
+    D("c26-show-num-frames-text", "show", B, "--num-frames", "abc", expect=("--num-frames", "abc")),
+    D("c26-show-missing", "show", "nope.json", expect=("nope.json", "not found")),
+    D("c26-show-bad-preset", "show", B, "--preset", "nope", expect=("nope",)),
+    D("c26-plan-shards-negative", "plan", B, "--shards", "-1", expect=("--shards", "-1")),
+    D("c26-plan-shards-superscript", "plan", B, "--shards", "²", expect=("--shards", "²")),
+    D("c26-plan-truncated", "plan", B, expect=(B, "invalid JSON"), raw={B: BASE_JSON[:50]}),
+    D("c26-plan-cases-truncated", "plan", B, "--cases", C, expect=(C, "invalid JSON"), raw={C: CASES_JSON[:30]}),
+    D("c26-plan-cases-missing", "plan", B, "--cases", "nope.json", expect=("nope.json",)),
+    D("c26-plan-target-time-nan", "plan", B, "--target-time", "nan", expect=("--target-time", "nan")),
+    # -- diffperf merge ---------------------------------------------------------------------------------------------------
+    D("c26-merge-rows-int", "merge", R, expect=(R, "rows", "expected a list"), change=set_in(R, "rows", value=3)),
+    D("c26-merge-row-int", "merge", R, expect=(R, "rows.0", "expected an object"), change=set_in(R, "rows", value=[1])),
+    D("c26-merge-row-scenario-int", "merge", R, expect=(R, "rows.0.scenario"), change=set_in(R, "rows", value=[{"scenario": 1}])),
+    D("c26-merge-row-no-scenario", "merge", R, expect=(R, "rows.0.scenario"), change=set_in(R, "rows", value=[{"e2e_ms": 1.0}])),
+    D("c26-merge-provenance-string", "merge", R, expect=(R, "provenance"), change=set_in(R, "provenance", value="x")),
+    D("c26-merge-provenance-timestamp-int", "merge", R, expect=(R, "provenance.timestamp"), change=set_in(R, "provenance", value={"timestamp": 5})),
+    D("c26-merge-provenance-list", "merge", R, expect=(R, "provenance"), change=set_in(R, "provenance", value=[])),
+    D("c26-merge-servers-string", "merge", R, expect=(R, "servers"), change=set_in(R, "servers", value="a")),
+    D("c26-merge-server-int", "merge", R, expect=(R, "servers.0"), change=set_in(R, "servers", value=[1])),
+    D("c26-merge-scenario-null", "merge", R, expect=(R, "scenarios.0"), change=set_in(R, "scenarios", value=[None])),
+    D("c26-merge-checks-string", "merge", R, expect=(R, "scenarios.0.checks"), change=result_field(checks="x")),
+    D("c26-merge-scenario-name-int", "merge", R, expect=(R, "scenarios.0.scenario"), change=result_field(scenario=5)),
+    D("c26-merge-outcome-wrong", "merge", R, expect=(R, "scenarios.0.outcome"), change=result_field(outcome="pass", verdict="fail")),
+    D("c26-merge-inconclusive-mode", "merge", R, expect=(R, "inconclusive"), change=set_in(R, "inconclusive", value="maybe")),
+    D("c26-merge-empty-file", "merge", R, expect=(R, "invalid JSON"), raw={R: ""}),
+    D("c26-merge-top-list", "merge", R, expect=(R, "expected a JSON object"), raw={R: "[]"}),
+    D("c26-merge-folder", "merge", "empty", expect=("empty",)),
+    D("c26-merge-output-is-input", "merge", R, "-o", R, expect=("-o", "which this run reads")),
+    D("c26-merge-markdown-is-input", "merge", R, "--markdown", R, expect=("--markdown", "which this run reads")),
+    D("c26-merge-html-is-input", "merge", R, "--html", R, expect=("--html", "which this run reads")),
+    D("c26-merge-output-is-expect-all", "merge", R, "--expect-all", B, "-o", B, expect=("-o", "which this run reads")),
+    D("c26-merge-step-summary-is-input", "merge", R, expect=("GITHUB_STEP_SUMMARY", "which this run reads"), env={"GITHUB_STEP_SUMMARY": R}),
+    D("c26-merge-step-summary-unwritable", "merge", R, expect=("GITHUB_STEP_SUMMARY", "/proc/nope"), env={"GITHUB_STEP_SUMMARY": "/proc/nope/s.md"}),
+    D("c26-merge-html-unwritable", "merge", R, "--html", "/proc/nope/r.html", expect=("--html", "/proc/nope")),
+    D("c26-merge-expect-all-truncated", "merge", R, "--expect-all", B, expect=(B, "invalid JSON"), raw={B: BASE_JSON[:40]}),
+    D("c26-merge-unreadable", "merge", R, expect=(R, "cannot read"), modes={R: 0}),
+    D("c26-merge-history-bad-file", "merge", R, "--html", "r.html", "--history", "history", expect=("history/r.json", "rows"), change=history_file(set_in(R, "rows", value=3))),
+    # -- diffperf trend ---------------------------------------------------------------------------------------------------
+    D("c26-trend-truncated", "trend", "history", expect=("history/r.json", "invalid JSON"), raw={"history/r.json": RESULTS_JSON[:50]}),
+    D("c26-trend-rows-int", "trend", "history", expect=("history/r.json", "rows"), change=history_file(set_in(R, "rows", value=3))),
+    D("c26-trend-provenance-string", "trend", "history", expect=("history/r.json", "provenance"), change=history_file(set_in(R, "provenance", value="x"))),
+    D("c26-trend-verdict-upper", "trend", "history", expect=("history/r.json", "scenarios.0.verdict"), change=history_file(result_field(verdict="FAIL"))),
+    D("c26-trend-dir-is-file", "trend", R, expect=(R,)),
+    D("c26-trend-missing", "trend", "nope", expect=("nope",)),
+    D("c26-trend-metric", "trend", "history", "--metric", "nope", expect=("--metric", "nope"), change=history_file()),
+    # -- diffperf compare -------------------------------------------------------------------------------------------------
+    D("c26-compare-truncated", "compare", "--config", C, "--dry-run", expect=(C, "invalid JSON"), raw={C: CASES_JSON[:30]}),
+    D("c26-compare-folder", "compare", "--config", "empty", "--dry-run", expect=("empty",)),
+    D("c26-compare-env-name", "compare", "--config", C, "--dry-run", expect=(C, "extra_env", "'A=B'"), change=env(**{"A=B": "1"})),
+    D("c26-compare-timeout-1e300", "compare", "--config", C, "--dry-run", expect=(C, "cases.0.timeout_s"), change=case(timeout_s=1e300)),
+    D("c26-compare-request-timeout-1e300", "compare", "--config", C, "--request-timeout", "1e300", "--dry-run", expect=("--request-timeout", "1e300")),
+    D("c26-compare-startup-timeout-1e300", "compare", "--config", C, "--startup-timeout", "1e300", "--dry-run", expect=("--startup-timeout", "1e300")),
+    D("c26-compare-output-is-config", "compare", "--config", C, "--output", C, expect=("--output", "which this run reads")),
+    D("c26-compare-log-dir-unwritable", "compare", "--config", C, "--log-dir", "/proc/nope", expect=("--log-dir", "/proc/nope")),
+    D("c26-compare-history-truncated", "compare", "--config", C, "--history", "h.jsonl", "--dry-run", expect=("h.jsonl",), raw={"h.jsonl": '{"a": '}),
+    D("c26-compare-id-300", "compare", "--config", C, "--dry-run", expect=(C, "cases.0.id", "300 characters"), change=rename_case("t" * 300)),
+    # -- diffperf import-cases --------------------------------------------------------------------------------------------
+    D("c26-import-output-is-input", "import-cases", SG, "-o", SG, expect=("--output", "would replace"), copies={"sg": SGLANG_SRC}),
+    D("c26-import-output-beside-input", "import-cases", SG, "-o", f"{SG_DIR}/cases.json", expect=("--output", "inside"), copies={"sg": SGLANG_SRC}),
+    D("c26-import-systemexit", "import-cases", SG, "-o", "out.json", expect=(SG, "sys.exit(0)"), copies={"sg": SGLANG_SRC}, appends={SG: "\nraise SystemExit(0)\n"}, subprocess=True),
+    D("c26-import-systemexit-code", "import-cases", SG, expect=(SG, "sys.exit(3)"), copies={"sg": SGLANG_SRC}, appends={SG: "\nimport sys\nsys.exit(3)\n"}),
+    D("c26-import-task-types-truncated", "import-cases", SG, "--task-types", "tt.json", expect=("tt.json",), copies={"sg": SGLANG_SRC}, raw={"tt.json": '{"a": '}),
+    D("c26-import-baselines-truncated", "import-cases", SG, "--baselines", B, expect=(B, "invalid JSON"), copies={"sg": SGLANG_SRC}, raw={B: BASE_JSON[:40]}),
+    D("c26-import-bad-hardware", "import-cases", SG, "--hardware", "quantum9", expect=("quantum9",), copies={"sg": SGLANG_SRC}),
+    D("c26-import-output-folder", "import-cases", SG, "-o", "empty", expect=("--output", "is a folder"), copies={"sg": SGLANG_SRC}),
+    D("c26-import-not-gpu-cases", "import-cases", C, expect=(C, "gpu_cases.py")),
+]  # fmt: skip
+
+
 def materialize(root: Path, bad: Bad) -> None:
     files = base_files()
     if bad.change is not None:
@@ -327,10 +665,17 @@ def materialize(root: Path, bad: Bad) -> None:
         bad.change(tree)
         files = tree
     files.update(bad.raw)
+    for name, source in bad.copies.items():
+        shutil.copytree(source, root / name)
+    for name, text in bad.appends.items():
+        with open(root / name, "a", encoding="utf-8") as out:
+            out.write(text)
     for name, content in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        if name in bad.links:
+        if name in bad.dirs:
+            path.mkdir()
+        elif name in bad.links:
             path.symlink_to(bad.links[name])
         elif isinstance(content, bytes):
             path.write_bytes(content)
@@ -338,6 +683,8 @@ def materialize(root: Path, bad: Bad) -> None:
             path.write_text(content, encoding="utf-8")
         else:
             path.write_text(json.dumps(content, indent=2), encoding="utf-8")
+    for name, mode in bad.modes.items():
+        (root / name).chmod(mode)
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -377,7 +724,8 @@ def run_in_process(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> tu
         assert pytester is not None
         result = pytester.runpytest(*bad.args)
         return int(result.ret), result.stdout.str() + "\n" + result.stderr.str()
-    done = diffperf(*bad.args, cwd=root, env={k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"})
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    done = diffperf(*bad.args, cwd=root, env={**env, **bad.env})
     return done.returncode, done.stdout + done.stderr
 
 
@@ -433,15 +781,19 @@ def real_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 
 def test_the_table_is_large_and_covers_every_entry_point():
-    assert len(CASES) >= 80
+    assert len(CASES) >= 250
     assert len({bad.id for bad in CASES}) == len(CASES)
     commands = {bad.args[0] for bad in CASES if bad.entry == "diffperf"}
-    assert commands == {"lint", "show", "plan", "merge", "compare", "import-cases"}
+    assert commands == {"lint", "show", "plan", "merge", "compare", "import-cases", "trend"}
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda bad: bad.id)
 def test_malformed_input_is_one_clear_error(bad: Bad, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    if bad.modes and os.geteuid() == 0:
+        pytest.skip("root reads and writes whatever the permission bits say")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    for name, value in bad.env.items():
+        monkeypatch.setenv(name, value.replace("{root}", str(pytester.path)))
     check(bad, in_process(bad, pytester.path, pytester))
 
 

@@ -7,6 +7,7 @@ environment; the processes are counted by that marker, and only they (and the py
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -127,5 +128,30 @@ def test_no_server_outlives_a_killed_xdist_process(pytester, suite, target):
         assert worker is not None and worker.ppid() == proc.pid  # an xdist worker of our pytest
         (worker if target == "worker" else psutil.Process(proc.pid)).kill()
         assert gone(tag) == [], f"servers left after SIGKILL of the xdist {target}"
+        if target == "worker":  # pytest reports the test FAILED (the worker crashed): so does the results file
+            assert proc.wait(timeout=60) == 1
+            (scenario,) = json.loads((pytester.path / "results.json").read_text())["scenarios"]
+            assert (scenario["verdict"], scenario["outcome"]) == ("error", "error")
+            assert "crashed" in scenario["message"]
+    finally:
+        cleanup(proc, tag)
+
+
+def test_a_killed_watchdog_fails_its_test_and_leaves_no_server(pytester, suite):
+    """SIGKILL of the server's watchdog (the pid the results file reports) mid-request: the server it can no
+    longer stop is found by its token and stopped, the test fails naming the watchdog, pytest ends."""
+    tag = uuid.uuid4().hex
+    proc = start_run(pytester, suite, tag, "request")
+    try:
+        server = wait_for("request", tag, proc)
+        watchdog = server.parent()
+        assert watchdog is not None and "pytest_diffperf.serving.watchdog" in " ".join(watchdog.cmdline())
+        watchdog.kill()
+        assert proc.wait(timeout=60) == 1
+        assert gone(tag) == [], "the server outlived its killed watchdog"
+        result = json.loads((pytester.path / "results.json").read_text())
+        (scenario,) = result["scenarios"]
+        assert scenario["verdict"] == "error"
+        assert f"watchdog (pid {watchdog.pid}) was killed by signal SIGKILL" in scenario["message"]
     finally:
         cleanup(proc, tag)

@@ -19,7 +19,7 @@ def args(suite):
     ("extra", "message"),
     [
         (["--diffperf-html=."], "diffperf: --diffperf-html: * is a folder; expected a file path"),
-        (["--diffperf-history=cases.json"], "diffperf: --diffperf-history: is a file; expected a history folder"),
+        (["--diffperf-history=cases.json"], "diffperf: --diffperf-history: * is a file; expected a folder"),
         (
             ["--diffperf-compare-to=last"],
             "diffperf: --diffperf-compare-to: 'last' is the latest run of --diffperf-history: set it too",

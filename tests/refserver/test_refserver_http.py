@@ -133,6 +133,12 @@ BAD_REQUESTS = [
     ({"prompt": "x", "seed": [1, 2, 3], "n": 2}, 400, "seed list has 3 entries for n=2 outputs"),
     ({"prompt": "x", "response_format": "url"}, 400, "response_format='url' requires cloud storage"),
     ({"prompt": "x", "response_format": "gif"}, 400, "response_format=gif is not supported"),
+    # a difference from SGLang: no path a request names is written (or read) unless --request-files-dir allows it
+    (
+        {"prompt": "x", "perf_dump_path": "/tmp/diffperf-x.json"},
+        400,
+        "perf_dump_path: file paths in requests are refused",
+    ),
 ]
 
 

@@ -52,11 +52,12 @@ def harness(tmp_path_factory):
         yield sglang.load_harness()
 
 
-def _case(harness, case_id: str):
+def _case(harness, case_id: str, *server_extras: str):
     configs = harness.configs
     model, fields = CASES[case_id]
     params = configs.DiffusionSamplingParams(**fields, extras=dict(FAST))
-    return configs.DiffusionTestCase(case_id, configs.DiffusionServerArgs(model_path=model), params)
+    server = configs.DiffusionServerArgs(model_path=model, extras=list(server_extras))
+    return configs.DiffusionTestCase(case_id, server, params)
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
@@ -114,7 +115,8 @@ def test_perf_dump_matches_sglangs_report(harness, monkeypatch, tmp_path):
     import requests
 
     monkeypatch.setenv("SGLANG_TEST_SERVER_PORT", str(free_port()))
-    fixture = harness.common.diffusion_server._get_wrapped_function()(_case(harness, "tiny_t2i"))
+    case = _case(harness, "tiny_t2i", "--request-files-dir", str(tmp_path / "dump"))  # ours: paths only in there
+    fixture = harness.common.diffusion_server._get_wrapped_function()(case)
     ctx = next(fixture)
     try:
         dump = tmp_path / "dump" / "perf.json"

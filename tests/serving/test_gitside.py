@@ -52,6 +52,7 @@ def test_a_revision_is_served_from_its_own_worktree_and_removed_at_the_end(repo,
     assert build(checkouts, "git=main~1:python").checkout == built.checkout  # one worktree per commit and run
     assert worktrees(repo) == [str(built.checkout)]
     checkouts.close()
+    assert built.checkout is not None
     assert worktrees(repo) == [] and not built.checkout.exists()
     assert git(repo, "status", "--porcelain") == ""
 
@@ -71,6 +72,7 @@ def test_repo_names_another_repository_relative_to_where_the_tests_run(repo, tmp
     assert built.commit == git(repo, "rev-parse", "HEAD")
     assert which(sys.executable, built.spec.pythonpath[0]).startswith("second ")
     checkouts.close()
+    assert built.checkout is not None
     assert worktrees(repo) == [] and not built.checkout.exists()
 
 
