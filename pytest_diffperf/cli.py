@@ -17,7 +17,7 @@ import sys
 from . import __version__
 from .errors import DiffperfError
 
-SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "trend", "compare", "import-cases")
+SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "trend", "compare", "import-cases", "verify-sglang")
 DESCRIPTION = (
     "Tools around pytest-diffperf's performance baselines and results: check and inspect baseline and case "
     "files, split a suite into CI shards and merge their results, follow a history of runs, convert SGLang's "

@@ -33,7 +33,13 @@ def case_file_data(
 
     ``not_expressible`` lists the cases the plugin cannot express yet, each with its reason.
     """
-    lists = caselist.load(locate(given), hardware, table=table)
+    return convert_lists(caselist.load(locate(given), hardware, table=table), suites, semantics)
+
+
+def convert_lists(
+    lists: caselist.CaseLists, suites: Sequence[str] | None = None, semantics: str | None = None
+) -> dict[str, Any]:
+    """``case_file_data`` of lists already loaded."""
     rules = semantics_for(lists, semantics)
     selected = lists.select(suites)
     for entry in selected:

@@ -131,6 +131,13 @@ def load(source: Source, hardware: str | None = None, *, table: task_types.TaskT
     return CaseLists(source, hardware, _suites(source, modules), "stand-ins", tuple(notes))
 
 
+def from_modules(source: Source, hardware: str, loaded: Mapping[str, ModuleType]) -> CaseLists:
+    """The lists of modules ``load_with_standins`` ran (for instance with SGLang's harness besides)."""
+    hardware = canonical_platform(hardware)
+    modules = {kind: loaded[_case_module(source, kind)[0]] for kind in _kinds(hardware)}
+    return CaseLists(source, hardware, _suites(source, modules), "stand-ins")
+
+
 def _kinds(hardware: str) -> list[str]:
     kind = device_kind(hardware)
     return [kind] if kind in ("npu", "musa") else ["gpu"]

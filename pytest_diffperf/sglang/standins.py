@@ -41,6 +41,7 @@ TASK_TYPE_MODULE = f"{MG}.configs.task_type"
 # before (which imports torch and the whole runtime: only the class's own source is run from it).
 TASK_TYPE_FILE = Path("multimodal_gen", "configs", "task_type.py")
 PIPELINE_BASE_FILE = Path("multimodal_gen", "configs", "pipeline_configs", "base.py")
+SAMPLING_PARAMS_FILE = Path("multimodal_gen", "configs", "sample", "sampling_params.py")
 
 # Packages between ``sglang`` and the files loaded from source. Each is stood in by an empty package
 # whose ``__path__`` is its real folder: submodules load from SGLang's source, while no real
@@ -163,8 +164,10 @@ def standin_modules(
     modules[f"{MG}.configs.pipeline_configs.base"] = _lazy_module(
         f"{MG}.configs.pipeline_configs.base", {"ModelTaskType": task_type}
     )
-    modules[f"{MG}.configs.sample.sampling_params"] = module(
-        f"{MG}.configs.sample.sampling_params", normalize_quality=_normalize_quality
+    sampling = pkg / SAMPLING_PARAMS_FILE  # DataType: the release's own enum, run on its own (test_utils imports it)
+    modules[f"{MG}.configs.sample.sampling_params"] = _lazy_module(
+        f"{MG}.configs.sample.sampling_params",
+        {"normalize_quality": lambda: _normalize_quality, "DataType": lambda: _class_from_source(sampling, "DataType")},
     )
     modules[f"{MG}.registry"] = module(
         f"{MG}.registry",
