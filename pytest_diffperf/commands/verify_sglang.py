@@ -131,7 +131,7 @@ def _verify(
     their_env.pop("SGLANG_TEST_SERVER_PORT", None)
     if our_env != their_env:
         return Verdict(tc.id, theirs.function, "different", "env: " + _first_difference(their_env, our_env))
-    note = "; ".join(f"the plugin adds {_flag_of(r.name)}: {r.not_applied}" for r in explained)
+    note = "; ".join(f"explained: the plugin adds {_flag_of(r.name)} (row {r.name})" for r in explained)
     return Verdict(tc.id, theirs.function, "equal", note)
 
 
