@@ -250,7 +250,7 @@ def convert(
         amd = rocm and semantics.has("amd_video_timeout")
         case["timeout_s"] = AMD_VIDEO_JOB_TIMEOUT_S if amd else VIDEO_JOB_TIMEOUT_S
         if kind == "generate_video":
-            if sp.num_frames:
+            if sp.num_frames and semantics.has("t2v_num_frames"):
                 case["num_frames"] = sp.num_frames
         elif kind != "generate_image_to_video":
             if sp.num_frames is not None:
@@ -298,7 +298,7 @@ def convert(
 
 def serve_args(sa: Any, semantics: Semantics = LATEST) -> str:
     """The flags SGLang's ``diffusion_server`` fixture adds after ``--num-gpus``, ``--strict-ports`` included."""
-    args = []
+    args = [] if semantics.has("ulysses_from_gpus") else [f"--ulysses-degree {sa.num_gpus}"]
     if sa.tp_size is not None:
         args.append(f"--tp-size {sa.tp_size}")
     if sa.ulysses_degree is not None:
@@ -311,12 +311,12 @@ def serve_args(sa: Any, semantics: Semantics = LATEST) -> str:
         args.append("--text-encoder-cpu-offload")
     if sa.ring_degree is not None:
         args.append(f"--ring-degree {sa.ring_degree}")
-    if sa.cfg_parallel:
+    if sa.cfg_parallel and semantics.has("cfg_parallel_flag"):
         args.append("--enable-cfg-parallel")
     if sa.lora_path:
         args.append(f"--lora-path {sa.lora_path}")
-    if sa.enable_warmup:
-        args.append("--warmup" if semantics.has("warmup_flag") else "--enable-warmup")
+    if sa.enable_warmup or semantics.has("warmup_always"):
+        args.append("--warmup" if semantics.has("warmup_flag") or semantics.has("warmup_always") else "--enable-warmup")
     args.append("--strict-ports")
     args.extend(sa.extras)
     return " ".join(args)

@@ -23,10 +23,11 @@ class Row:
     new: str
     where: str
     not_applied: str = ""  # why the plugin keeps the new rule for older releases too (empty: it applies the row)
+    until: str = ""  # the first release without the new rule again (empty: every later one has it)
 
     def applies(self, release: Version) -> bool:
         """Whether ``release`` has the new rule."""
-        return release >= Version(self.since)
+        return release >= Version(self.since) and (not self.until or release < Version(self.until))
 
 
 TABLE: tuple[Row, ...] = (
@@ -67,6 +68,27 @@ TABLE: tuple[Row, ...] = (
         "test_server_utils.py 0.5.8:848-849 `if sampling_params.enable_teacache`; testcase_configs.py 0.5.10",
     ),
     Row(
+        "t2v_num_frames",
+        "0.5.10",
+        "generate_video sends no num_frames (the server makes fps * seconds frames)",
+        "generate_video sends sampling_params.num_frames",
+        "test_server_utils.py generate_video: 0.5.9 extra_body has enable_teacache only; 0.5.10 num_frames",
+    ),
+    Row(
+        "cfg_parallel_flag",
+        "0.5.10",
+        "the fixture passes no --enable-cfg-parallel (cfg_parallel is not read)",
+        "server_args.cfg_parallel adds --enable-cfg-parallel",
+        "test_server_common.py diffusion_server: absent in 0.5.9; 0.5.10 first",
+    ),
+    Row(
+        "ulysses_from_gpus",
+        "0.5.7",
+        "the fixture always passes --ulysses-degree <num_gpus> (0.5.6 has no ulysses_degree field)",
+        "server_args.ulysses_degree, when set, adds --ulysses-degree",
+        "test_server_common.py diffusion_server: 0.5.6:54-56; 0.5.7:73-74",
+    ),
+    Row(
         "access_log_exclude",
         "0.5.18",
         "ServerManager starts sglang serve without --uvicorn-access-log-exclude-prefixes",
@@ -92,9 +114,17 @@ TABLE: tuple[Row, ...] = (
     Row(
         "warmup_flag",
         "0.5.10",
-        "server_args.enable_warmup adds --enable-warmup (0.5.8-0.5.9)",
+        "server_args.enable_warmup adds --enable-warmup (0.5.8)",
         "server_args.enable_warmup (default true, until 0.5.12) adds --warmup",
         "test_server_common.py diffusion_server: 0.5.8:89-90 --enable-warmup; 0.5.10:102-103 --warmup",
+    ),
+    Row(
+        "warmup_always",
+        "0.5.9",
+        "server_args.enable_warmup decides the warmup flag",
+        "the fixture always adds --warmup (0.5.9 has no enable_warmup field)",
+        "test_server_common.py diffusion_server: 0.5.9:90-91 `# default warmup`; 0.5.10:102 enable_warmup again",
+        until="0.5.10",
     ),
     Row(
         "warmup_requests",

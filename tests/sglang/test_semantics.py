@@ -63,9 +63,23 @@ def test_the_access_log_flag_from_0_5_18():
 
 def test_the_warmup_flag_by_release():
     assert cases("0.5.12")["qwen_image_t2i"].frameworks["sglang"].serve_args == "--warmup --strict-ports"
-    old = cases("0.5.12", override="0.5.9")["qwen_image_t2i"]
+    old = cases("0.5.12", override="0.5.8")["qwen_image_t2i"]
     assert old.frameworks["sglang"].serve_args == "--enable-warmup --strict-ports"
     assert "--warmup" not in cases("0.5.17")["qwen_image_t2i"].frameworks["sglang"].serve_args  # field gone
+    # warmup_always: 0.5.9 has no enable_warmup field, and its fixture always adds --warmup
+    always = cases("0.5.17", override="0.5.9")["qwen_image_t2i"]
+    assert always.frameworks["sglang"].serve_args == "--warmup --strict-ports"
+
+
+def test_text_to_video_num_frames_cfg_parallel_and_ulysses_of_the_oldest_releases():
+    new = cases("0.5.12")
+    old = cases("0.5.12", override="0.5.9")
+    assert new["wan22_modelopt_fp8_t2v"].num_frames == 17 and old["wan22_modelopt_fp8_t2v"].num_frames is None
+    assert "--enable-cfg-parallel" in new["wan2_1_t2v_1.3b_cfg_parallel"].frameworks["sglang"].serve_args
+    assert "--enable-cfg-parallel" not in old["wan2_1_t2v_1.3b_cfg_parallel"].frameworks["sglang"].serve_args
+    oldest = cases("0.5.12", override="0.5.6")
+    assert oldest["qwen_image_t2i"].frameworks["sglang"].serve_args.startswith("--ulysses-degree 1 ")
+    assert not new["qwen_image_t2i"].frameworks["sglang"].serve_args.startswith("--ulysses-degree")
 
 
 def test_quality_pins_come_with_the_release_that_added_them():
