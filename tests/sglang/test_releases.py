@@ -101,14 +101,17 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
+def _with_future_field(tree: Path) -> Path:
+    """``tree``'s testcase_configs.py with a field no release has (``future_knob``, default 0)."""
+    configs = tree / SERVER_DIR / "testcase_configs.py"
+    field = "    run_lora_effect_check: bool = False\n"
+    _edit(configs, field, field + "    future_knob: int = 0\n")
+    return configs
+
+
 def test_an_unknown_field_is_one_error_naming_release_file_case_and_field(tmp_path):
     tree = _copy(tmp_path)
-    configs = tree / SERVER_DIR / "testcase_configs.py"
-    _edit(
-        configs,
-        "    run_lora_effect_check: bool = False\n",
-        "    run_lora_effect_check: bool = False\n    future_knob: int = 0\n",
-    )
+    configs = _with_future_field(tree)
     _edit(
         configs,
         POST_INIT,
@@ -127,12 +130,7 @@ def test_an_unknown_field_is_one_error_naming_release_file_case_and_field(tmp_pa
 
 def test_a_field_at_its_default_is_no_error(tmp_path):
     tree = _copy(tmp_path)
-    configs = tree / SERVER_DIR / "testcase_configs.py"
-    _edit(
-        configs,
-        "    run_lora_effect_check: bool = False\n",
-        "    run_lora_effect_check: bool = False\n    future_knob: int = 0\n",
-    )
+    configs = _with_future_field(tree)
     assert len(load_case_file(tree).cases) == 78
 
 
