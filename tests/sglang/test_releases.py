@@ -130,7 +130,7 @@ def test_an_unknown_field_is_one_error_naming_release_file_case_and_field(tmp_pa
 
 def test_a_field_at_its_default_is_no_error(tmp_path):
     tree = _copy(tmp_path)
-    configs = _with_future_field(tree)
+    _with_future_field(tree)
     assert len(load_case_file(tree).cases) == 78
 
 
