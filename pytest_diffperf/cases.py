@@ -51,6 +51,8 @@ class FrameworkEntry(BaseModel):
 
     serve_args: str = ""
     extra_env: dict[str, str] = Field(default_factory=dict)
+    # SGLang's ServerManager appends --uvicorn-access-log-exclude-prefixes /health from 0.5.18 on
+    exclude_health_access_log: bool = True
 
     @field_validator("serve_args")
     @classmethod
@@ -95,6 +97,9 @@ class Case(BaseModel):
     frameworks: dict[str, FrameworkEntry] = Field(default_factory=dict)
     # pytest-diffperf's own keys
     run_perf_check: bool = True
+    # what run_perf_check false still judges: e2e and load (SGLang 0.5.21 on), or nothing (before; a missing
+    # baseline scenario then does not fail either)
+    judged_without_perf_check: Literal["e2e_and_load", "nothing"] = "e2e_and_load"
     run_consistency_check: bool = True
     perf_repeat_requests: PositiveInt = 1
     perf_warmup_requests: NonNegativeInt = 0
@@ -130,14 +135,18 @@ class CaseFile(BaseModel):
     not_expressible: list[NotExpressible] = Field(default_factory=list)
 
 
-def load_case_file(path: Path, hardware: str | None = None, suites: Sequence[str] | None = None) -> CaseFile:
+def load_case_file(
+    path: Path, hardware: str | None = None, suites: Sequence[str] | None = None, *, semantics: str | None = None
+) -> CaseFile:
     """Read and validate a case file (case ids must be unique).
 
     ``path`` is a JSON case file, or SGLang's case lists: ``gpu_cases.py``, a folder holding it (a
     checkout or unpacked wheel) or ``sglang`` (the installed package); those are read as on
-    ``hardware`` (default h100), for ``suites`` (default: the ones SGLang's CI runs there).
+    ``hardware`` (default h100), for ``suites`` (default: the ones SGLang's CI runs there), judged by the
+    rules of their release or of release ``semantics``.
     """
-    data = case_file_data(path, hardware, suites) if is_sglang_source(path) else read_json_object(path)
+    sglang = is_sglang_source(path)
+    data = case_file_data(path, hardware, suites, semantics=semantics) if sglang else read_json_object(path)
     parsed = validate(CaseFile, data, path, "")
     seen: set[str] = set()
     for index, case in enumerate(parsed.cases):

@@ -17,7 +17,18 @@ import sys
 from . import __version__
 from .errors import DiffperfError
 
-SUBCOMMANDS: tuple[str, ...] = ("lint", "show", "plan", "merge", "accept", "trend", "compare", "import-cases", "bisect")
+SUBCOMMANDS: tuple[str, ...] = (
+    "lint",
+    "show",
+    "plan",
+    "merge",
+    "accept",
+    "trend",
+    "compare",
+    "import-cases",
+    "verify-sglang",
+    "bisect",
+)
 DESCRIPTION = (
     "Tools around pytest-diffperf's performance baselines and results: check and inspect baseline and case "
     "files, split a suite into CI shards and merge their results, write baselines from a run's results, follow a history of runs, convert SGLang's "

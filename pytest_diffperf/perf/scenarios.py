@@ -23,6 +23,7 @@ class Flags:
 
     cases: str = "--diffperf-cases"
     suites: str = "--diffperf-suites"
+    semantics: str = "--diffperf-sglang-semantics"
 
 
 CLI_FLAGS = Flags("--cases", "--suites")
@@ -65,13 +66,20 @@ class ScenarioSet:
 
 
 def read_case_lists(
-    cases: Path | str | None, hardware: str | None, suites: str | None = None, flags: Flags = Flags()
+    cases: Path | str | None,
+    hardware: str | None,
+    suites: str | None = None,
+    flags: Flags = Flags(),
+    *,
+    semantics: str | None = None,
 ) -> CaseFile:
-    """A JSON case file, or SGLang's case lists read as on the platform for ``suites`` (comma-separated)."""
+    """A JSON case file, or SGLang's case lists read as on the platform for ``suites`` (comma-separated),
+    judged by the rules of their release or of release ``semantics``."""
     wanted = [s.strip() for s in (suites or "").split(",") if s.strip()] or None
     if cases is None:
-        if wanted:
-            raise DiffperfError(f"needs SGLang's case lists: pass {flags.cases} too", source=flags.suites)
+        for given, flag in ((wanted, flags.suites), (semantics, flags.semantics)):
+            if given:
+                raise DiffperfError(f"needs SGLang's case lists: pass {flags.cases} too", source=flag)
         return CaseFile(cases=[])
     if wanted and not is_sglang_source(cases):
         raise DiffperfError(
@@ -79,7 +87,13 @@ def read_case_lists(
             f"drop {flags.suites}, or pass gpu_cases.py (or diffperf import-cases --suite) instead",
             source=flags.suites,
         )
-    return load_case_file(Path(cases), hardware, wanted)
+    if semantics and not is_sglang_source(cases):
+        raise DiffperfError(
+            f"applies to SGLang's case lists, and {cases} is a JSON case file (its cases carry their rules "
+            "already): drop the option",
+            source=flags.semantics,
+        )
+    return load_case_file(Path(cases), hardware, wanted, semantics=semantics)
 
 
 def load_scenario_set(

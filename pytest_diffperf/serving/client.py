@@ -120,15 +120,19 @@ def file_field(case: Case) -> str:
     return "input_reference" if case.is_video else "image"
 
 
+def post_arguments(body: dict[str, Any], case: Case, image: Path | None) -> dict[str, Any]:
+    """``requests.post``'s arguments for a request: multipart with the reference ``image`` as its file part, else JSON."""
+    if image is None:
+        return {"json": body}
+    files: dict[str, tuple[str | None, str | bytes]] = dict(multipart_fields(body))
+    files[file_field(case)] = (image.name, image.read_bytes())
+    return {"files": files}
+
+
 def _post(url: str, body: dict[str, Any], case: Case, deadline: float) -> dict[str, Any]:
     image = reference_file(case.reference_image) if isinstance(case.reference_image, str) else None
     remaining = max(deadline - time.monotonic(), 1.0)
-    if image:
-        files: dict[str, tuple[str | None, str | bytes]] = dict(multipart_fields(body))
-        files[file_field(case)] = (image.name, image.read_bytes())
-        resp = requests.post(url, files=files, timeout=remaining)
-    else:
-        resp = requests.post(url, json=body, timeout=remaining)
+    resp = requests.post(url, **post_arguments(body, case, image), timeout=remaining)
     return _json(resp, url)
 
 

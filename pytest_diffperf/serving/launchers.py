@@ -36,11 +36,13 @@ class ServerSpec:
     serve_args: str
     extra_env: tuple[tuple[str, str], ...]
     num_gpus: int
+    exclude_health_access_log: bool = True  # SGLang's ServerManager adds it from 0.5.18 on
 
     @classmethod
     def for_case(cls, case: Case, launcher: str) -> ServerSpec:
         entry = case.framework(launcher)
-        return cls(launcher, case.model, entry.serve_args, tuple(sorted(entry.extra_env.items())), case.num_gpus)
+        env = tuple(sorted(entry.extra_env.items()))
+        return cls(launcher, case.model, entry.serve_args, env, case.num_gpus, entry.exclude_health_access_log)
 
     @property
     def key(self) -> str:
@@ -81,7 +83,7 @@ class Launcher:
 
         ``--strict-ports`` goes at the end of the serve args unless they hold it (a case converted from
         SGLang's lists carries it where SGLang puts it); the ``/health`` access-log exclusion is added
-        unless the serve args set that flag.
+        unless the serve args set that flag or the case comes from a release before 0.5.18.
         """
         args = shlex.split(os.path.expandvars(spec.serve_args))
         command = [
@@ -95,7 +97,7 @@ class Launcher:
         ]  # fmt: skip
         if STRICT_PORTS not in args:
             command.append(STRICT_PORTS)
-        if not any(arg.startswith(ACCESS_LOG_EXCLUDE) for arg in args):
+        if spec.exclude_health_access_log and not any(arg.startswith(ACCESS_LOG_EXCLUDE) for arg in args):
             command += [ACCESS_LOG_EXCLUDE, protocol.HEALTH_PATH]
         return command
 

@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +24,12 @@ from typing import Any
 
 from ..errors import DiffperfError
 from ..platforms import DEFAULT_GPU, canonical_platform, device_kind
-from . import standins, task_types
+from . import release, standins, suites, task_types
 from .source import Source
 
 MG = standins.MG
 SERVER = f"{MG}.test.server"
+TESTCASE_CONFIGS = (f"{SERVER}.testcase_configs", Path("testcase_configs.py"))  # the GPU lists before gpu_cases.py
 CASE_MODULES = {
     "gpu": (f"{SERVER}.gpu_cases", Path("gpu_cases.py")),
     "npu": (f"{SERVER}.ascend.testcase_configs_npu", Path("ascend", "testcase_configs_npu.py")),
@@ -60,13 +62,14 @@ PERF_BASELINE_FILES = {
     "5090": "perf_baselines/5090.json",
     "xpu_b60": "perf_baselines/xpu_b60.json",
 }
+SINGLE_BASELINE_FILE = "perf_baselines.json"  # releases before perf_baselines/<platform>.json read this one
 FRAGMENT_FILES = ("ascend/perf_baselines_npu.json", "musa/perf_baselines_musa.json")
+_TOLERANCES = ("e2e", "denoise_stage", "non_denoise_stage", "denoise_step", "denoise_agg")
 PLACEHOLDER_PRIMARY = {
     "scenarios": {},
     "sampling": {"step_fractions": [0.0]},
-    "tolerances": {
-        "pr_test": dict.fromkeys(("e2e", "denoise_stage", "non_denoise_stage", "denoise_step", "denoise_agg"), 0)
-    },
+    # by profile (pr_test) since 0.5.8 or so; flat in the releases before
+    "tolerances": {"pr_test": dict.fromkeys(_TOLERANCES, 0), **dict.fromkeys(_TOLERANCES, 0)},
 }
 
 
@@ -121,11 +124,18 @@ def load(source: Source, hardware: str | None = None, *, table: task_types.TaskT
     hardware = canonical_platform(hardware) if hardware else DEFAULT_GPU
     notes: list[str] = []
     if source.installed:
-        modules = _real_import(hardware, notes)
+        modules = _real_import(source, hardware, notes)
         if modules is not None:
-            return CaseLists(source, hardware, _suites(modules), "import", tuple(notes))
+            return CaseLists(source, hardware, _suites(source, modules), "import", tuple(notes))
     modules = _with_standins(source, hardware, table or task_types.load_table(), notes)
-    return CaseLists(source, hardware, _suites(modules), "stand-ins", tuple(notes))
+    return CaseLists(source, hardware, _suites(source, modules), "stand-ins", tuple(notes))
+
+
+def from_modules(source: Source, hardware: str, loaded: Mapping[str, ModuleType]) -> CaseLists:
+    """The lists of modules ``load_with_standins`` ran (for instance with SGLang's harness besides)."""
+    hardware = canonical_platform(hardware)
+    modules = {kind: loaded[_case_module(source, kind)[0]] for kind in _kinds(hardware)}
+    return CaseLists(source, hardware, _suites(source, modules), "stand-ins")
 
 
 def _kinds(hardware: str) -> list[str]:
@@ -133,11 +143,16 @@ def _kinds(hardware: str) -> list[str]:
     return [kind] if kind in ("npu", "musa") else ["gpu"]
 
 
-def _real_import(hardware: str, notes: list[str]) -> dict[str, ModuleType] | None:
+def _case_module(source: Source, kind: str) -> tuple[str, Path]:
+    """The module of ``kind``'s lists: for GPUs ``gpu_cases.py``, or ``testcase_configs.py`` before it existed."""
+    return TESTCASE_CONFIGS if kind == "gpu" and not source.has_gpu_cases else CASE_MODULES[kind]
+
+
+def _real_import(source: Source, hardware: str, notes: list[str]) -> dict[str, ModuleType] | None:
     """The installed sglang's case modules, imported for real; None (and a note) when sglang cannot import them."""
     before = {n for n in sys.modules if n == "sglang" or n.startswith("sglang.")}
     try:
-        return {kind: importlib.import_module(CASE_MODULES[kind][0]) for kind in _kinds(hardware)}
+        return {kind: importlib.import_module(_case_module(source, kind)[0]) for kind in _kinds(hardware)}
     except ImportError as exc:
         for name in [n for n in sys.modules if (n == "sglang" or n.startswith("sglang.")) and n not in before]:
             del sys.modules[name]
@@ -151,7 +166,7 @@ def _with_standins(
     source: Source, hardware: str, table: task_types.TaskTypeTable, notes: list[str]
 ) -> dict[str, ModuleType]:
     loaded = load_with_standins(source, hardware, table=table, notes=notes)
-    return {kind: loaded[CASE_MODULES[kind][0]] for kind in _kinds(hardware)}
+    return {kind: loaded[_case_module(source, kind)[0]] for kind in _kinds(hardware)}
 
 
 def load_with_standins(
@@ -178,14 +193,30 @@ def load_with_standins(
         tempfile.TemporaryDirectory() as tmp,
     ):
         configs = _testcase_configs_path(source.server_dir, hardware, Path(tmp), notes)
-        name = f"{SERVER}.testcase_configs"
-        loaded[name] = _run(name, configs, source.server_dir / "testcase_configs.py")
-        files = [CASE_MODULES[kind] for kind in _kinds(hardware)]
+        name = TESTCASE_CONFIGS[0]
+        loaded[name] = _run(name, configs, source.server_dir / TESTCASE_CONFIGS[1], source)
+        files = [_case_module(source, kind) for kind in _kinds(hardware)]
+        files = [entry for entry in files if entry != TESTCASE_CONFIGS]
         files += [(f"{SERVER}.{Path(rel).with_suffix('').as_posix().replace('/', '.')}", Path(rel)) for rel in also]
         for name, rel in files:
-            loaded[name] = _run(name, source.server_dir / rel, source.server_dir / rel)
+            loaded[name] = _run(name, source.server_dir / rel, source.server_dir / rel, source)
         ran = {n: m for n, m in sys.modules.items() if n.startswith("sglang.") and modules.get(n) is not m}
     return {**ran, **loaded}
+
+
+def _run(name: str, path: Path, shown: Path, source: Source) -> ModuleType:
+    if not path.is_file():
+        raise DiffperfError(
+            f"this SGLang tree ({release.identify(source.root, installed=source.installed)}) has no {shown.name}: "
+            "its release has no case lists for this platform",
+            source=str(shown),
+        )
+    try:
+        return standins.load_source_module(name, path)
+    except DiffperfError:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 (SGLang's code failed under the stand-ins: say where)
+        raise _load_failure(exc, shown, source) from None
 
 
 def _failure(exc: BaseException) -> str:
@@ -193,26 +224,38 @@ def _failure(exc: BaseException) -> str:
     return f"it called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
 
 
-def _run(name: str, path: Path, shown: Path) -> ModuleType:
-    if not path.is_file():
-        raise DiffperfError("SGLang's case file is missing", source=str(shown))
-    try:
-        return standins.load_source_module(name, path)
-    except DiffperfError:
-        raise
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 (SGLang's code failed under the stand-ins: say where)
-        raise DiffperfError(
-            f"loading failed: {_failure(exc)} (pytest-diffperf's stand-ins for the sglang "
-            "runtime may not cover this version of SGLang's case files)",
-            source=str(shown),
-        ) from None
+def _load_failure(exc: BaseException, shown: Path, source: Source) -> DiffperfError:
+    """One error for SGLang code that did not load: the release, the file (the innermost of the tree's), the cause."""
+    which = release.identify(source.root, installed=source.installed)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).is_relative_to(source.root)]
+    where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else str(shown)
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return DiffperfError(
+            f"SGLang {which}: this file imports {exc.name}, which the tree does not hold and pytest-diffperf "
+            "does not stand in (a module newer than this plugin knows, or a file missing from the copy): "
+            f"upgrade pytest-diffperf, or use the whole release (pip download --no-deps sglang=={which.version})",
+            source=where,
+        )
+    return DiffperfError(
+        f"SGLang {which}: loading failed: {_failure(exc)} (pytest-diffperf's stand-ins for the sglang "
+        "runtime may not cover this release's case files: upgrade pytest-diffperf)",
+        source=where,
+    )
 
 
 def _testcase_configs_path(server_dir: Path, hardware: str, tmp: Path, notes: list[str]) -> Path:
     """testcase_configs.py itself, or a copy next to placeholders for the baseline files it reads but the tree lacks."""
     override = os.environ.get("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM")
     platform = canonical_platform(override) if override else baseline_platform(hardware)
-    needed = [PERF_BASELINE_FILES.get(platform, PERF_BASELINE_FILES[DEFAULT_GPU]), *FRAGMENT_FILES]
+    text = (server_dir / TESTCASE_CONFIGS[1]).read_text(encoding="utf-8") if server_dir.is_dir() else ""
+    if "BASELINE_CONFIG" not in text:
+        return server_dir / TESTCASE_CONFIGS[1]  # the release reads no baseline file at import
+    primary = (
+        SINGLE_BASELINE_FILE
+        if f'"{SINGLE_BASELINE_FILE}"' in text
+        else PERF_BASELINE_FILES.get(platform, PERF_BASELINE_FILES[DEFAULT_GPU])
+    )
+    needed = [primary, *(rel for rel in FRAGMENT_FILES if rel in text.replace('" / "', "/"))]
     missing = [rel for rel in needed if not (server_dir / rel).is_file()]
     if not missing:
         return server_dir / "testcase_configs.py"
@@ -223,9 +266,7 @@ def _testcase_configs_path(server_dir: Path, hardware: str, tmp: Path, notes: li
         target = copy.parent / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel in missing:
-            target.write_text(
-                json.dumps(PLACEHOLDER_PRIMARY if rel.startswith("perf_baselines/") else {"scenarios": {}})
-            )
+            target.write_text(json.dumps(PLACEHOLDER_PRIMARY if rel == primary else {"scenarios": {}}))
         else:
             shutil.copyfile(server_dir / rel, target)
     return copy
@@ -237,14 +278,25 @@ def baseline_platform(hardware: str) -> str:
     return canonical if canonical in PERF_BASELINE_FILES else DEFAULT_GPU
 
 
-def _suites(modules: Mapping[str, ModuleType]) -> dict[str, list[Any]]:
-    suites: dict[str, list[Any]] = {}
+def _suites(source: Source, modules: Mapping[str, ModuleType]) -> dict[str, list[Any]]:
+    """Suite -> cases: the case module's ``PARAMETRIZED_CASE_GROUPS`` where the release has them, else the
+    suites ``run_suite.py`` names with the lists their test files use; then the file suites."""
+    found: dict[str, list[Any]] = {}
     for kind, module in modules.items():
         if kind == "musa":
             groups = {s: [("", getattr(module, n))] for s, n in MUSA_SUITE_LISTS.items() if hasattr(module, n)}
+        elif hasattr(module, "PARAMETRIZED_CASE_GROUPS"):
+            groups = dict(module.PARAMETRIZED_CASE_GROUPS)
         else:
-            groups = dict(getattr(module, "PARAMETRIZED_CASE_GROUPS", {}))
-            groups.update({s: [("", getattr(module, n))] for s, n in FILE_SUITE_LISTS.items() if hasattr(module, n)})
+            by_suite = suites.list_names_by_suite(source.server_dir.parent)
+            if kind != "gpu" and not any(hasattr(module, n) for names in by_suite.values() for n in names):
+                by_suite = suites.list_names_by_test_file(Path(module.__file__ or "").parent)
+            groups = {
+                suite: [("", getattr(module, name)) for name in names if hasattr(module, name)]
+                for suite, names in by_suite.items()
+            }
+            groups = {suite: files for suite, files in groups.items() if files}
+        groups.update({s: [("", getattr(module, n))] for s, n in FILE_SUITE_LISTS.items() if hasattr(module, n)})
         for suite, files in groups.items():
-            suites[suite] = [case for _file, cases in files for case in cases]
-    return suites
+            found[suite] = [case for _file, cases in files for case in cases]
+    return found

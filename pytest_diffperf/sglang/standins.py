@@ -37,6 +37,11 @@ from . import task_types
 
 MG = "sglang.multimodal_gen"
 TASK_TYPE_MODULE = f"{MG}.configs.task_type"
+# Where ``ModelTaskType`` is defined: its own module from 0.5.23 on, the pipeline configs' base module
+# before (which imports torch and the whole runtime: only the class's own source is run from it).
+TASK_TYPE_FILE = Path("multimodal_gen", "configs", "task_type.py")
+PIPELINE_BASE_FILE = Path("multimodal_gen", "configs", "pipeline_configs", "base.py")
+SAMPLING_PARAMS_FILE = Path("multimodal_gen", "configs", "sample", "sampling_params.py")
 
 # Packages between ``sglang`` and the files loaded from source. Each is stood in by an empty package
 # whose ``__path__`` is its real folder: submodules load from SGLang's source, while no real
@@ -155,12 +160,14 @@ def standin_modules(
     modules[f"{MG}.runtime.observability.metrics"] = module(
         f"{MG}.runtime.observability.metrics", get_metrics=lambda *_a, **_k: None
     )
-    task_type = _ModelTaskType()
+    task_type = _ModelTaskType(pkg)
     modules[f"{MG}.configs.pipeline_configs.base"] = _lazy_module(
         f"{MG}.configs.pipeline_configs.base", {"ModelTaskType": task_type}
     )
-    modules[f"{MG}.configs.sample.sampling_params"] = module(
-        f"{MG}.configs.sample.sampling_params", normalize_quality=_normalize_quality
+    sampling = pkg / SAMPLING_PARAMS_FILE  # DataType: the release's own enum, run on its own (test_utils imports it)
+    modules[f"{MG}.configs.sample.sampling_params"] = _lazy_module(
+        f"{MG}.configs.sample.sampling_params",
+        {"normalize_quality": lambda: _normalize_quality, "DataType": lambda: _class_from_source(sampling, "DataType")},
     )
     modules[f"{MG}.registry"] = module(
         f"{MG}.registry",
@@ -275,16 +282,49 @@ def _env_module(name: str, **fixed: Any) -> ModuleType:
 
 
 class _ModelTaskType:
-    """SGLang's own ``ModelTaskType`` (``configs/task_type.py``), imported at first use (inside ``installed``) and
-    kept: cases made after the block (the registry asked then) get the same enum as those made inside."""
+    """SGLang's own ``ModelTaskType``, loaded at first use (inside ``installed``) and kept: cases made after the
+    block (the registry asked then) get the same enum as those made inside.
 
-    def __init__(self) -> None:
+    From ``configs/task_type.py`` where the release has it, else the class alone out of
+    ``configs/pipeline_configs/base.py`` (its methods that return ``DataType`` are never called here).
+    """
+
+    def __init__(self, package: Path) -> None:
+        self._package = package
         self._enum: Any = None
 
     def __call__(self) -> Any:
         if self._enum is None:
-            self._enum = importlib.import_module(TASK_TYPE_MODULE).ModelTaskType
+            if (self._package / TASK_TYPE_FILE).is_file():
+                self._enum = importlib.import_module(TASK_TYPE_MODULE).ModelTaskType
+            else:
+                self._enum = _class_from_source(self._package / PIPELINE_BASE_FILE, "ModelTaskType")
         return self._enum
+
+
+def _class_from_source(path: Path, name: str) -> Any:
+    """Class ``name`` of SGLang's file ``path``, run on its own (with ``enum``'s names); DiffperfError if absent."""
+    import ast
+    import enum
+
+    if not path.is_file():
+        raise DiffperfError(
+            f"this SGLang release keeps {name} in neither sglang/{TASK_TYPE_FILE} nor sglang/{PIPELINE_BASE_FILE}; "
+            "copy that file from the same release (its wheel on PyPI: pip download --no-deps sglang==VERSION)",
+            source=str(path),
+        )
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found: list[ast.stmt] = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name]
+    if not found:
+        raise DiffperfError(f"no class {name} here, where this SGLang release should define it", source=str(path))
+    namespace: dict[str, Any] = {
+        "Enum": enum.Enum,
+        "auto": enum.auto,
+        "__name__": f"{MG}.configs.pipeline_configs.base",
+    }
+    namespace["DataType"] = absent_module("DataType")
+    exec(compile(ast.Module(body=found, type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102 (SGLang's own class)
+    return namespace[name]
 
 
 def _model_info(model_task_type: Any, task: str) -> SimpleNamespace:

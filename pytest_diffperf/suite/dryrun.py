@@ -72,6 +72,8 @@ class DryRun:
             verdict = "not judged: its baseline is regenerated"
         elif session.settings.profile is None:
             verdict = "not judged (no --diffperf profile)"
+        elif not case.run_perf_check and case.judged_without_perf_check == "nothing":
+            verdict = "not judged (run_perf_check false, as its SGLang release judges it)"
         elif scenario not in session.baselines.scenarios:
             verdict = "fails: no baseline scenario (a run prints the baseline to add)"
         elif not case.run_perf_check:

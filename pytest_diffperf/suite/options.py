@@ -75,6 +75,10 @@ OPTIONS = (
         "SGLang CI suites to read from SGLang's case lists, comma-separated (default: those its CI runs on the platform)",
     ),
     Option(
+        "--diffperf-sglang-semantics",
+        "judge SGLang's case lists by the rules of this SGLang release (e.g. 0.5.12) instead of the one detected",
+    ),
+    Option(
         "--diffperf-dry-run",
         "print each selected scenario's server command, environment and request; start nothing",
         is_flag=True,
@@ -166,6 +170,7 @@ class Settings:
     diffperf_artifacts: Path | None
     regen_ground_truth: bool
     diffperf_suites: str | None
+    diffperf_sglang_semantics: str | None
     diffperf_dry_run: bool
     diffperf_base: str | None
     diffperf_candidate: str

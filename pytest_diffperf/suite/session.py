@@ -66,7 +66,12 @@ class DiffperfSession:
         baselines = load_baselines(settings.diffperf_baselines, settings.diffperf_hardware)
         if settings.profile:
             baselines.profile(settings.profile)  # an unknown profile fails now, not once per test
-        case_file = read_case_lists(settings.diffperf_cases, settings.diffperf_hardware, settings.diffperf_suites)
+        case_file = read_case_lists(
+            settings.diffperf_cases,
+            settings.diffperf_hardware,
+            settings.diffperf_suites,
+            semantics=settings.diffperf_sglang_semantics,
+        )
         scenarios = ScenarioSet(baselines, case_file, settings.diffperf_hardware)
         cases = scenarios.cases
         shard = parse_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
@@ -176,6 +181,11 @@ class DiffperfSession:
             "baselines": [str(p) for p in self.baselines.files],
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
             "suites": ",".join(self.case_source["suites"]) if self.case_source else None,
+            "sglang_release": (
+                f"{self.case_source['release']} ({self.case_source['release_from']})"
+                if self.case_source and "release" in self.case_source
+                else None
+            ),
             "launcher": self.launcher.name,
             "inconclusive": self.inconclusive,
             "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,

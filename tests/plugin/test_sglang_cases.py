@@ -162,3 +162,37 @@ def test_diffperf_plan_shards_sglangs_lists_as_the_run_does(pytester, capsys):
         assert sorted(collected(result)) == sorted(entry["scenarios"]), entry["shard"]
     assert sum(len(e["scenarios"]) for e in planned) == 87  # 83 scenarios, 3 cases without one, hunyuan3d_shape_gen
     assert any("hunyuan3d_shape_gen" in e["scenarios"] for e in planned)
+
+
+def test_the_release_is_in_the_header_and_the_results_file_and_can_be_overridden(pytester):
+    older = VENDORED.parent / "v0.5.12"
+    args = [
+        "--diffperf=pr_test",
+        f"--diffperf-baselines={older / 'perf_baselines.json'}",
+        f"--diffperf-cases={older / 'src'}",
+        "--diffperf-json=out.json",
+        "-k", "hunyuan3d_shape_gen",
+        "-p", "no:cacheprovider",
+    ]  # fmt: skip
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(skipped=1, deselected=61)
+    result.stdout.fnmatch_lines(["diffperf: sglang_release=0.5.12 (its harness has run_component_accuracy_check*"])
+    written = json.loads((pytester.path / "out.json").read_text())
+    assert written["sglang_release"].startswith("0.5.12 (its harness has")
+    result = pytester.runpytest(*args, "--diffperf-sglang-semantics=0.5.23")
+    result.stdout.fnmatch_lines(["diffperf: sglang_release=0.5.23 (--diffperf-sglang-semantics)"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--diffperf-sglang-semantics=latest"], "not an SGLang release number: 'latest' (expected e.g. 0.5.23)"),
+        (["--diffperf-sglang-semantics=0.5.12"], "needs SGLang's case lists: pass --diffperf-cases too"),
+    ],
+)
+def test_a_bad_semantics_release_is_a_one_line_error(pytester, extra, message):
+    cases = [f"--diffperf-cases={GPU_CASES}"] if "latest" in extra[0] else []
+    result = pytester.runpytest("--diffperf=pr_test", f"--diffperf-baselines={H100_BASELINES}", *cases, *extra)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: diffperf: --diffperf-sglang-semantics: {message}"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()

@@ -23,6 +23,9 @@ def test_perf_check_off_keeps_e2e_and_load_vram_only_where_reported_and_upscaled
         tiny_case("perf_off", SLOW, run_perf_check=False),
         tiny_case("perf_off_slow_e2e", SLOW, run_perf_check=False, seed=2),
         tiny_case("perf_on", SLOW, seed=3),
+        # SGLang before 0.5.21 (semantics row perf_check_off, missing_scenario): nothing judged, no baseline needed
+        tiny_case("perf_off_0_5_20", SLOW, run_perf_check=False, judged_without_perf_check="nothing", seed=4),
+        tiny_case("perf_off_0_5_20_unlisted", SLOW, run_perf_check=False, judged_without_perf_check="nothing"),
         tiny_case("upscaled", SLOW, sglang_request_extra={"enable_upscaling": True, "upscaling_scale": 2}),
         # the default memory mode: like SGLang off CUDA, the server writes no memory snapshots
         tiny_case("vram", frameworks={"sglang": {"serve_args": "--warmup-mode server"}}),
@@ -31,11 +34,12 @@ def test_perf_check_off_keeps_e2e_and_load_vram_only_where_reported_and_upscaled
         "perf_off": {**GENEROUS, **TIGHT_STAGES},
         "perf_off_slow_e2e": {**GENEROUS, **TIGHT_STAGES, "expected_e2e_ms": 1.0, "expected_load_ms": 1.0},
         "perf_on": {**GENEROUS, **TIGHT_STAGES},
+        "perf_off_0_5_20": {**GENEROUS, **TIGHT_STAGES, "expected_e2e_ms": 1.0, "expected_load_ms": 1.0},
         "upscaled": GENEROUS,
         "vram": {**GENEROUS, "load_peak_vram_mb": 1.0, "runtime_peak_vram_mb": 1.0, "warmup_peak_vram_mb": 1.0},
     }
     result = pytester.runpytest(*suite(cases, scenarios))
-    result.assert_outcomes(passed=2, failed=3)
+    result.assert_outcomes(passed=4, failed=3)
     assert not refservers()
     by_id = {s["scenario"]: s for s in results(pytester)["scenarios"]}
 
@@ -46,6 +50,8 @@ def test_perf_check_off_keeps_e2e_and_load_vram_only_where_reported_and_upscaled
     assert (by_id["perf_off"]["verdict"], checks("perf_off")) == ("pass", {"e2e": "pass", "load": "pass"})
     assert checks("perf_off_slow_e2e") == {"e2e": "fail", "load": "fail"}
     assert by_id["perf_off_slow_e2e"]["message"].startswith("PERFORMANCE: 2 check(s) failed")
+    assert (by_id["perf_off_0_5_20"]["verdict"], checks("perf_off_0_5_20")) == ("unjudged", {})
+    assert by_id["perf_off_0_5_20_unlisted"]["verdict"] == "unjudged"  # no baseline scenario, and no failure
     # the same baseline judged in full: the stage fails
     assert by_id["perf_on"]["verdict"] == "fail"
     assert checks("perf_on")["stage[DenoisingStage]"] == "fail"

@@ -138,7 +138,7 @@ def test_the_source_is_found_from_a_file_a_checkout_a_wheel_and_the_installed_pa
     [
         ("nope/gpu_cases.py", "file not found"),
         ("conftest.py", "expected SGLang's gpu_cases.py"),
-        ("tests", "no SGLang gpu_cases.py in this folder (looked for python/sglang/multimodal_gen/test/server/"),
+        ("tests", "no SGLang gpu_cases.py or testcase_configs.py in this folder (looked for python/sglang/"),
     ],
 )
 def test_bad_sources_are_one_clear_error(given, message):
@@ -147,10 +147,29 @@ def test_bad_sources_are_one_clear_error(given, message):
     assert str(info.value).startswith(given)
 
 
-def test_gpu_cases_outside_the_package_layout_is_refused(tmp_path):
-    shutil.copy(GPU_CASES, tmp_path / "gpu_cases.py")
-    with pytest.raises(DiffperfError, match=r"must sit at sglang/multimodal_gen/test/server/gpu_cases\.py"):
-        load_cases(tmp_path / "gpu_cases.py")
+def test_the_test_server_folder_copied_out_says_what_is_missing_and_where_to_get_it(tmp_path):
+    copied = tmp_path / "server"
+    shutil.copytree(GPU_CASES.parent, copied)
+    for given in (copied / "gpu_cases.py", copied):
+        with pytest.raises(DiffperfError) as info:
+            load_cases(given)
+        message = str(info.value)
+        assert message.startswith(f"{copied / 'gpu_cases.py'}: {copied} is not inside an sglang checkout or wheel")
+        assert "sglang/multimodal_gen/test/test_utils.py" in message
+        assert "sglang/multimodal_gen/runtime/utils/perf_logger.py" in message
+        assert "pip download --no-deps sglang==VERSION" in message
+
+
+def test_a_tree_missing_a_file_outside_test_server_names_it(tmp_path):
+    tree = tmp_path / "src"
+    shutil.copytree(SRC / "sglang", tree / "sglang")
+    (tree / "sglang" / "multimodal_gen" / "test" / "test_utils.py").unlink()
+    with pytest.raises(
+        DiffperfError,
+        match=r"lacks files of its release: SGLang's case files import "
+        r"sglang/multimodal_gen/test/test_utils\.py, which",
+    ):
+        load_cases(tree)
 
 
 def test_the_installed_package_missing_is_a_clear_error(monkeypatch):

@@ -1,0 +1,207 @@
+"""`diffperf verify-sglang [SOURCE]`: SGLang's own harness of a release against what the plugin sends and starts.
+
+For every case of the chosen suites, SGLang's ``get_generate_fn`` runs through the installed openai
+SDK over an httpx ``MockTransport``, and its ``diffusion_server`` fixture runs up to ``Popen``
+(``sglang.harness``); the plugin's request (``client.request_body`` as ``client.post_arguments``
+encodes it) and command (``Launcher.command`` and ``env``) for the converted case are built the
+same way, without a network. Each case is equal, different (with the first difference), or not
+expressible (with the reason); an unexplained difference exits 1. Offline, no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from .. import protocol
+from .._util.jsonfile import validate
+from .._util.text import format_table
+from ..cases import Case, CaseFile
+from ..serving import client
+from ..serving.launchers import Launcher, ServerSpec
+from ..sglang import caselist, harness, release, semantics
+from ..sglang.casefile import convert_lists
+from ..sglang.source import locate
+
+# The openai release each SGLang release pins (its wheel's Requires-Dist), by first release: 0.5.6-0.5.22 read
+# from their wheels, 0.5.23 likewise.
+OPENAI_PINS = (("0.5.23", "2.8.0"), ("0.5.6", "2.6.1"))
+OPENAI_REQUIREMENT = re.compile(r"^Requires-Dist:\s*openai\s*==\s*([\w.]+)", re.M)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    case_id: str
+    kind: str
+    status: str  # equal | different | not expressible | skipped by SGLang
+    detail: str = ""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "verify-sglang",
+        help="check a release's own SGLang harness against what the plugin sends and starts, case by case",
+        description="Load SGLang's own test harness of the release at SOURCE (get_generate_fn and the "
+        "diffusion_server fixture), run it for every case of the suites without a network or a GPU, and compare "
+        "the request body and the server command and environment with the plugin's for the converted case. "
+        "Step one on a new SGLang release. Exits 1 on any unexplained difference.",
+        epilog="SOURCE: an sglang checkout, an unpacked wheel, its test/server folder's gpu_cases.py or "
+        "testcase_configs.py, or 'sglang' (the installed package; default).",
+    )
+    parser.add_argument("source", nargs="?", default="sglang", metavar="SOURCE")
+    parser.add_argument("--hardware", default="h100", help="platform the lists are read for (default h100)")
+    parser.add_argument("--suite", action="append", metavar="NAME", help="an SGLang CI suite (repeatable)")
+    parser.add_argument("--sglang-semantics", metavar="RELEASE", help="judge by this release's rules instead")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    source = locate(args.source)
+    loaded = harness.load(source, args.hardware)
+    lists = caselist.from_modules(source, args.hardware, loaded.modules)
+    data = convert_lists(lists, args.suite, args.sglang_semantics)
+    case_file = validate(CaseFile, data, Path(str(args.source)), "")
+    which = data["sglang_source"]
+    rules = semantics.Semantics(release.parse(which["release"], "release"), which["release_from"])
+    print(f"diffperf verify-sglang: SGLang {which['release']} ({which['release_from']}), {source.gpu_cases}")
+    pin_warning = _openai_pin(source, rules)
+    if pin_warning:
+        print(f"diffperf verify-sglang: warning: {pin_warning}")
+    ours = {c.id: c for c in case_file.cases}
+    reasons = {c.id: (c.reason, str((c.model_extra or {}).get("request", ""))) for c in case_file.not_expressible}
+    verdicts: list[Verdict] = []
+    with tempfile.TemporaryDirectory(prefix="diffperf-verify-") as tmp:
+        image = _input_image(Path(tmp) / "input.jpg")
+        for entry in lists.select(args.suite):
+            verdicts.append(_verify(loaded, entry.case, ours.get(entry.case.id), reasons, image, Path(tmp), rules))
+    rows = [["case", "request", "status", "first difference / reason"]]
+    rows += [[v.case_id, v.kind, v.status, v.detail] for v in verdicts]
+    print("\n".join(format_table(rows, right_from=None)))
+    counts = {s: sum(v.status == s for v in verdicts) for s in dict.fromkeys(v.status for v in verdicts)}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items())
+    print(f"diffperf verify-sglang: {len(verdicts)} case(s): {summary} ({time.monotonic() - started:.1f} s)")
+    return 1 if counts.get("different") else 0
+
+
+def _verify(
+    loaded: harness.Harness,
+    tc: Any,
+    case: Case | None,
+    reasons: dict[str, tuple[str, str]],
+    image: Path,
+    tmp: Path,
+    rules: semantics.Semantics,
+) -> Verdict:
+    if case is None:  # SGLang's harness is not run for it: it may need a server (websockets, plain HTTP)
+        reason, kind = reasons.get(tc.id, ("not converted", ""))
+        return Verdict(tc.id, kind, "not expressible", reason)
+    theirs = harness.request_of(loaded, tc, image)
+    if theirs.body is None:
+        return Verdict(tc.id, theirs.function, "skipped by SGLang", theirs.skipped)
+    mine = _plugin_request(case, image)
+    if mine != theirs.body:
+        return Verdict(tc.id, theirs.function, "different", "request: " + _first_difference(theirs.body, mine))
+    started = harness.command_of(loaded, tc, tmp / "perf")
+    if isinstance(started, str):
+        return Verdict(tc.id, theirs.function, "skipped by SGLang", f"fixture: {started}")
+    command, env = started
+    spec = ServerSpec.for_case(case, "sglang")
+    launcher = Launcher()
+    our_command = launcher.command(spec, harness.PORT)
+    explained = [
+        row
+        for row in semantics.TABLE
+        if row.not_applied and not rules.has(row.name) and _flag_of(row.name) in our_command
+    ]
+    for row in explained:
+        our_command = _without_flag(our_command, _flag_of(row.name))
+    if our_command != command:
+        return Verdict(tc.id, theirs.function, "different", "command: " + _first_difference(command, our_command))
+    our_env = {**launcher.env(spec, perf_dir=tmp / "perf"), protocol.PERF_LOG_DIR_ENV: "-"}
+    their_env = {**env, protocol.PERF_LOG_DIR_ENV: "-"}
+    their_env.pop("SGLANG_TEST_SERVER_PORT", None)
+    if our_env != their_env:
+        return Verdict(tc.id, theirs.function, "different", "env: " + _first_difference(their_env, our_env))
+    note = "; ".join(f"explained: the plugin adds {_flag_of(r.name)} (row {r.name})" for r in explained)
+    return Verdict(tc.id, theirs.function, "equal", note)
+
+
+NOT_APPLIED_FLAGS = {"strict_ports": "--strict-ports", "model_type_flag": "--model-type"}
+
+
+def _flag_of(row: str) -> str:
+    return NOT_APPLIED_FLAGS[row]
+
+
+def _without_flag(command: list[str], flag: str) -> list[str]:
+    """``command`` without ``flag`` (and its value where it takes one: --model-type diffusion)."""
+    at = command.index(flag)
+    return command[:at] + command[at + (2 if flag == "--model-type" else 1) :]
+
+
+def _plugin_request(case: Case, image: Path) -> harness.Body:
+    """The plugin's request for ``case``, encoded as ``client`` sends it and parsed as the server parses it."""
+    body = client.request_body(case)
+    reference = image if isinstance(case.reference_image, str) else None
+    url = f"http://127.0.0.1:{harness.PORT}{client.endpoint(case)}"
+    prepared = requests.Request("POST", url, **client.post_arguments(body, case, reference)).prepare()
+    content = prepared.body if isinstance(prepared.body, bytes) else str(prepared.body or "").encode()
+    return harness.decode(prepared.path_url, str(prepared.headers["Content-Type"]), content)
+
+
+def _first_difference(theirs: Any, mine: Any) -> str:
+    """Where two requests, commands or environments first differ, SGLang's side first."""
+    if isinstance(theirs, harness.Body) and isinstance(mine, harness.Body):
+        for name in ("path", "multipart", "files", "fields"):
+            a, b = getattr(theirs, name), getattr(mine, name)
+            if a != b:
+                return f"{name} " + (_first_difference(a, b) if isinstance(a, dict) else f"SGLang {a!r}, plugin {b!r}")
+    if isinstance(theirs, dict) and isinstance(mine, dict):
+        for key in [*theirs, *(k for k in mine if k not in theirs)]:
+            if theirs.get(key, "<absent>") != mine.get(key, "<absent>"):
+                return f"{key}: SGLang {theirs.get(key, '<absent>')!r}, plugin {mine.get(key, '<absent>')!r}"
+    if isinstance(theirs, list) and isinstance(mine, list):
+        for index, (a, b) in enumerate(zip(theirs, mine, strict=False)):
+            if a != b:
+                return f"argument {index}: SGLang {a!r}, plugin {b!r}"
+        longer, who = (theirs, "SGLang") if len(theirs) > len(mine) else (mine, "plugin")
+        return f"{who} has more: {' '.join(longer[min(len(theirs), len(mine)) :])}"
+    return f"SGLang {theirs!r}, plugin {mine!r}"
+
+
+def _openai_pin(source: Any, rules: semantics.Semantics) -> str:
+    """A warning when the installed openai is not the one the release pins (its requests may differ)."""
+    pin = None
+    for metadata in sorted(source.root.glob("sglang-*.dist-info/METADATA")):
+        found = OPENAI_REQUIREMENT.search(metadata.read_text(encoding="utf-8", errors="replace"))
+        pin = found.group(1) if found else pin
+    if pin is None:
+        pin = next(p for since, p in OPENAI_PINS if rules.release >= release.parse(since, "release"))
+    try:
+        installed = importlib.metadata.version("openai")
+    except importlib.metadata.PackageNotFoundError:
+        return f"openai is not installed; SGLang {rules.release} pins openai=={pin}"
+    if installed == pin:
+        return ""
+    return (
+        f"SGLang {rules.release} pins openai=={pin}, openai {installed} is installed: its harness's requests may "
+        f"differ from its CI's (openai 3.x sends videos as multipart). Run with the pin: pip install --target DIR "
+        f"openai=={pin} httpx and PYTHONPATH=DIR (as tests/openai_pinned.sh)"
+    )
+
+
+def _input_image(path: Path) -> Path:
+    """A small JPEG standing in for each downloaded reference image (the same bytes reach both sides)."""
+    from PIL import Image
+
+    Image.new("RGB", (16, 16), (127, 127, 127)).save(path, format="JPEG")
+    return path

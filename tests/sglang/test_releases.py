@@ -1,0 +1,200 @@
+"""SGLang's releases 0.5.12, 0.5.17 and 0.5.23 (vendored) load, are identified, and what cannot be read is one error.
+
+Each release keeps its lists, its ``ModelTaskType`` and its suites in its own place: the loader
+adapts to each. ``DIFFPERF_SGLANG_WHEELS`` (a folder of unpacked wheels, one ``X.Y.Z/`` folder per
+release) runs the same checks on every release there (docs/sglang.md lists the ones tried).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_diffperf.cases import load_case_file
+from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.sglang import caselist, release, standins
+from pytest_diffperf.sglang.source import SERVER_DIR, locate
+from tests.support.paths import SGLANG_DATA
+
+RELEASES = {v: SGLANG_DATA / f"v{v}" / "src" for v in ("0.5.12", "0.5.17", "0.5.23")}
+# h100: (cases, not expressible, default suites); npu: cases
+EXPECTED = {
+    "0.5.12": (58, 4, ["1-gpu", "2-gpu"], 4),
+    "0.5.17": (64, 6, ["1-gpu", "2-gpu", "4-gpu-h100"], 12),
+    "0.5.23": (78, 7, ["1-gpu", "2-gpu", "4-gpu-h100"], 13),
+}
+WHEELS = Path(os.environ["DIFFPERF_SGLANG_WHEELS"]) if os.environ.get("DIFFPERF_SGLANG_WHEELS") else None
+
+
+@pytest.fixture(params=sorted(RELEASES), scope="module")
+def version(request) -> str:
+    if not (RELEASES[request.param] / SERVER_DIR / "testcase_configs.py").is_file():
+        pytest.skip(f"SGLang {request.param}'s vendored files are absent")
+    return request.param
+
+
+def test_each_release_loads_its_own_lists_on_h100_and_npu(version):
+    cases, not_expressible, suites, npu = EXPECTED[version]
+    h100 = load_case_file(RELEASES[version])
+    source = (h100.model_extra or {})["sglang_source"]
+    assert (len(h100.cases), len(h100.not_expressible), source["suites"]) == (cases, not_expressible, suites)
+    assert source["release"] == version  # from the harness's own features: these copies carry no metadata
+    assert len(load_case_file(RELEASES[version], "npu").cases) == npu
+
+
+def test_model_task_type_comes_from_where_the_release_keeps_it(version):
+    """0.5.23 has configs/task_type.py; 0.5.12 and 0.5.17 keep the enum in configs/pipeline_configs/base.py."""
+    lists = caselist.load(locate(RELEASES[version]))
+    task_type = next(iter(lists.suites["1-gpu"])).server_args.modality
+    assert task_type in ("image", "video")
+    own_file = (RELEASES[version] / "sglang" / standins.TASK_TYPE_FILE).is_file()
+    assert own_file == (version == "0.5.23")
+    with standins.installed(standins.standin_modules(RELEASES[version], "h100")):
+        enum = standins._ModelTaskType(RELEASES[version] / "sglang")()
+    assert {"T2I", "T2V", "TI2V", "I2M"} <= set(enum.__members__)
+    assert enum.T2I.is_image_gen() and not enum.T2V.is_image_gen()  # the release's own methods
+
+
+def test_0_5_12_suites_come_from_its_runner_and_test_files():
+    """0.5.12 has no PARAMETRIZED_CASE_GROUPS in gpu_cases.py: run_suite.py and the test files name the lists."""
+    lists = caselist.load(locate(RELEASES["0.5.12"]))
+    assert {"1-gpu", "2-gpu", "1-gpu-b200"} <= set(lists.suites)
+    npu = caselist.load(locate(RELEASES["0.5.12"]), "npu")
+    assert sorted(npu.suites) == ["1-npu", "2-npu", "8-npu"]  # ascend/test_server_<N>_npu.py
+
+
+def test_a_checkout_and_the_installed_package_of_an_older_release_load(tmp_path, monkeypatch):
+    checkout = tmp_path / "checkout"
+    shutil.copytree(RELEASES["0.5.12"] / "sglang", checkout / "python" / "sglang")
+    assert len(load_case_file(checkout).cases) == 58
+    (checkout / "python" / "sglang" / "version.py").write_text('__version__ = "0.5.12.post1"\n')
+    monkeypatch.syspath_prepend(str(checkout / "python"))
+    found = locate("sglang")
+    assert found.installed
+    assert str(release.identify(found.root)) == "0.5.12.post1 (sglang/version.py)"
+
+
+def test_wheel_metadata_names_the_release(tmp_path):
+    tree = tmp_path / "wheel"
+    shutil.copytree(RELEASES["0.5.17"] / "sglang", tree / "sglang")
+    (tree / "sglang-0.5.17.dist-info").mkdir()
+    (tree / "sglang-0.5.17.dist-info" / "METADATA").write_text("Metadata-Version: 2.4\nName: sglang\nVersion: 0.5.17\n")
+    found = release.identify(tree)
+    assert (str(found.version), found.how) == ("0.5.17", "wheel metadata sglang-0.5.17.dist-info")
+
+
+POST_INIT = "        if self.perf_repeat_requests < 1:\n"  # the start of DiffusionTestCase.__post_init__ (0.5.23)
+
+
+def _copy(tmp_path: Path, version: str = "0.5.23") -> Path:
+    tree = tmp_path / "src"
+    shutil.copytree(RELEASES[version] / "sglang", tree / "sglang")
+    return tree
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def _with_future_field(tree: Path) -> Path:
+    """``tree``'s testcase_configs.py with a field no release has (``future_knob``, default 0)."""
+    configs = tree / SERVER_DIR / "testcase_configs.py"
+    field = "    run_lora_effect_check: bool = False\n"
+    _edit(configs, field, field + "    future_knob: int = 0\n")
+    return configs
+
+
+def test_an_unknown_field_is_one_error_naming_release_file_case_and_field(tmp_path):
+    tree = _copy(tmp_path)
+    configs = _with_future_field(tree)
+    _edit(
+        configs,
+        POST_INIT,
+        "        if self.id == 'qwen_image_t2i':\n            object.__setattr__(self, 'future_knob', 3)\n" + POST_INIT,
+    )
+    with pytest.raises(DiffperfError) as info:
+        load_case_file(tree)
+    message = str(info.value)
+    gpu_cases = tree / SERVER_DIR / "gpu_cases.py"
+    assert message.startswith(f"{gpu_cases}: qwen_image_t2i.future_knob: SGLang 0.5.23 (")
+    assert (
+        "case 'qwen_image_t2i' sets DiffusionTestCase.future_knob = 3, a field pytest-diffperf does not know" in message
+    )
+    assert "upgrade pytest-diffperf" in message and "diffperf verify-sglang" in message
+
+
+def test_a_field_at_its_default_is_no_error(tmp_path):
+    tree = _copy(tmp_path)
+    _with_future_field(tree)
+    assert len(load_case_file(tree).cases) == 78
+
+
+def test_an_unknown_module_is_one_error_naming_release_file_and_module(tmp_path):
+    tree = _copy(tmp_path, "0.5.17")
+    gpu_cases = tree / SERVER_DIR / "gpu_cases.py"
+    _edit(
+        gpu_cases,
+        "from dataclasses import replace\n",
+        "from dataclasses import replace\nimport sglang.multimodal_gen.future_module\n",
+    )
+    with pytest.raises(DiffperfError) as info:
+        load_case_file(tree)
+    message = str(info.value)
+    assert message.startswith(f"{gpu_cases}:2: SGLang 0.5.17 (its harness has FOUR_GPU_H100_CASES")
+    assert "imports sglang.multimodal_gen.future_module, which the tree does not hold" in message
+    assert "pip download --no-deps sglang==0.5.17" in message
+    assert "Traceback" not in message
+
+
+def test_an_unknown_case_kind_is_one_error(tmp_path):
+    tree = _copy(tmp_path)
+    configs = tree / SERVER_DIR / "testcase_configs.py"
+    _edit(
+        configs,
+        POST_INIT,
+        "        if self.id == 'qwen_image_t2i':\n            self.server_args.modality = 'hologram'\n" + POST_INIT,
+    )
+    with pytest.raises(
+        DiffperfError,
+        match=r"case 'qwen_image_t2i' is of a kind pytest-diffperf does not know \(server_args\.modality = 'hologram'",
+    ):
+        load_case_file(tree)
+
+
+def test_a_platform_the_release_has_no_lists_for_says_so(tmp_path):
+    tree = _copy(tmp_path, "0.5.12")
+    shutil.rmtree(tree / SERVER_DIR / "ascend")
+    with pytest.raises(
+        DiffperfError, match=r"has no testcase_configs_npu\.py: its release has no case lists for this platform"
+    ):
+        load_case_file(tree, "npu")
+
+
+@pytest.mark.skipif(WHEELS is None, reason="DIFFPERF_SGLANG_WHEELS (a folder of unpacked sglang wheels) is not set")
+def test_every_release_in_the_wheel_folder_loads_and_is_identified():
+    assert WHEELS is not None
+    tried = sorted(
+        (p for p in WHEELS.iterdir() if (p / SERVER_DIR / "testcase_configs.py").is_file()),
+        key=lambda p: release.parse(p.name),
+    )
+    assert tried
+    for tree in tried:
+        for hardware in ("h100", "rocm"):
+            loaded = load_case_file(tree, hardware)
+            assert loaded.cases, tree
+            assert (loaded.model_extra or {})["sglang_source"]["release"] == tree.name
+    # the semantics rows of fields only the oldest releases have (teacache_extra, warmup_requests)
+    by_release = {tree.name: {c.id: c for c in load_case_file(tree).cases} for tree in tried}
+    if "0.5.8" in by_release:
+        teacache = by_release["0.5.8"]["wan2_1_t2v_1.3b_teacache_enabled"]
+        assert (teacache.sglang_request_extra or {})["enable_teacache"] is True
+        assert 1 in {c.perf_warmup_requests for c in by_release["0.5.8"].values()}  # server_args.warmup
+    if "0.5.6" in by_release:
+        assert 1 in {c.perf_warmup_requests for c in by_release["0.5.6"].values()}  # server_args.warmup_text
+    if "0.5.10" in by_release:
+        assert {c.perf_warmup_requests for c in by_release["0.5.10"].values()} == {0}
