@@ -133,7 +133,10 @@ BAD_ARGUMENTS = [
     (["--startup-timeout", "-5"], "argument --startup-timeout: expected a positive number, got '-5'"),
     (["--startup-timeout", "nan"], "argument --startup-timeout: expected a positive number, got 'nan'"),
     (["--report", "nowhere.jsonl"], "nowhere.jsonl: file not found"),
-    (["--output", "."], "--output: . is a folder; expected a file path"),
+    (
+        ["--output", "cases.json/out"],
+        "--output: cannot create cases.json/out/comparison-results.json: cases.json is not a folder",
+    ),
     (["--log-dir", "cases.json"], "cases.json: cannot create: File exists"),
 ]
 
