@@ -80,7 +80,9 @@ def main() -> None:
         result = run(args.profile, SMOKE if args.smoke else [])
         print(f"run {n + 1}: wall {result['wall_s']:.1f} s, {len(result['scenarios'])} scenarios, "
               f"{result['servers']} servers started")  # fmt: skip
-        print(f"  {'scenario':24} {'outcome':>7} {'test s':>7} {'load s':>7} {'overhead s':>10} {'req overhead ms':>15}")
+        print(
+            f"  {'scenario':24} {'outcome':>7} {'test s':>7} {'load s':>7} {'overhead s':>10} {'req overhead ms':>15}"
+        )
         for s in result["scenarios"]:
             print(f"  {s['scenario']:24} {s['outcome']:>7} {s['test_s']:7.2f} {s['load_s']:7.2f} {s['overhead_s']:10.2f} "
                   f"{s['request_overhead_ms']:15.1f}")  # fmt: skip
