@@ -21,7 +21,9 @@ import email.parser
 import email.policy
 import email.utils
 import hashlib
+import inspect
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -144,6 +146,12 @@ class Harness:
     @property
     def test_utils(self) -> ModuleType:
         return self.modules[f"{MG}.test.test_utils"]
+
+    @property
+    def diffusion_server(self) -> Callable[..., Iterator[Any]]:
+        """SGLang's ``diffusion_server`` fixture as the generator function it decorates, to run with a case:
+        ``inspect.unwrap`` follows the ``__wrapped__`` that every pytest since 8.0 sets on a fixture."""
+        return inspect.unwrap(self.common.diffusion_server)
 
     @property
     def perf_logger(self) -> ModuleType:
