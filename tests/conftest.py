@@ -13,8 +13,6 @@ from pytest_diffperf._util.text import truthy
 from tests.support.paths import LAYOUT, SGLANG_DATA, SINGLE
 from tests.support.preload import preload
 
-preload()  # before any pytester test: it would drop and reload them each time
-
 try:
     from hypothesis import settings
 except ImportError:  # no test extra: the README's main job (pytest --diffperf=pr_test) loads this file too
@@ -23,6 +21,13 @@ else:
     # Property tests draw hypothesis's default 100 examples here, 400 in CI (CI=true) unless a test sets its own.
     settings.register_profile("ci", max_examples=400)
     settings.load_profile("ci" if truthy(os.environ.get("CI", "")) else "default")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Load the plugin's modules before the first pytester test (it would drop and reload them each time);
+    a run that selects none (a unit-test file) skips the ~3 s this costs."""
+    if any("pytester" in getattr(item, "fixturenames", ()) for item in items):
+        preload()
 
 
 @pytest.fixture
