@@ -22,8 +22,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # The README's commands (README.md "Tests"; .ci/run runs FULL): keep the three in step.
-FULL = ["tests", "-n", "2"]
-FAST = ["tests", "-m", "not server", "-n", "2"]
+FULL = ["tests", "-n", "2", "--dist", "loadfile"]
+FAST = ["tests", "-m", "not server", "-n", "2", "--dist", "loadfile"]
 COMMANDS = {"full": FULL, "fast": FAST}
 SMOKE_TARGET = "tests/_util/test_names.py"
 DURATION = re.compile(r"^(\d+\.\d+)s (setup|call|teardown)\s+(.+)$")

@@ -6,7 +6,9 @@ against today's code is. A new benchmark needs a ``--smoke`` size and a row here
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +33,16 @@ SMOKES = {
     "bench_bundled_noise": ("| scenario | e2e ms", (SERVER,)),
     "bench_bundled_suite": ("req overhead ms", (SERVER,)),
 }
+
+
+def test_the_readme_ci_and_bench_suite_share_the_test_commands():
+    spec = importlib.util.spec_from_file_location("bench_suite", REPO / "benchmarks" / "bench_suite.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    readme = (REPO / "README.md").read_text()
+    assert f"pytest {shlex.join(bench.FULL)} " in readme and f"pytest {shlex.join(bench.FAST)} " in readme
+    assert f"\npython3 -m pytest {shlex.join(bench.FULL)}\n" in (REPO / ".ci" / "run").read_text()
 
 
 def test_every_benchmark_has_a_smoke_run():
