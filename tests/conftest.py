@@ -12,6 +12,7 @@ import pytest
 from pytest_diffperf._util.text import truthy
 from tests.support.paths import LAYOUT, SGLANG_DATA, SINGLE
 from tests.support.preload import preload
+from tests.support.refserver import Servers
 
 try:
     from hypothesis import settings
@@ -28,6 +29,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     a run that selects none (a unit-test file) skips the ~3 s this costs."""
     if any("pytester" in getattr(item, "fixturenames", ()) for item in items):
         preload()
+
+
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory):
+    """``shared_server(model, *args)``: a running reference server (``tests.support.refserver.Server``), one per
+    model and arguments for the whole session (per xdist worker), for tests that only read from it."""
+    servers = Servers(lambda: tmp_path_factory.mktemp("refserver"))
+    yield servers.shared
+    servers.stop()
 
 
 @pytest.fixture
