@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -17,17 +18,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 NOISE_STUDY = REPO.parent / "shared" / "noise-study" / "data"
-SERVER = pytest.mark.server  # starts reference-server processes
+# reference servers, or seconds of torch, pytest or simulation start-up: out of the fast tests
+SERVER = pytest.mark.server
 
 # benchmark -> (a line of its table, marks)
 SMOKES = {
     "bench_baselines": ("scenarios,", ()),
-    "bench_collection": ("plugin time", ()),
-    "bench_consistency": ("ratio", ()),
-    "bench_suite": ("| slowest tests (", ()),
+    "bench_collection": ("plugin time", (SERVER,)),
+    "bench_consistency": ("ratio", (SERVER,)),
+    "bench_suite": ("| slowest tests (", (SERVER,)),
     "bench_verdicts": (
         "| set | metric |",
-        (pytest.mark.skipif(not NOISE_STUDY.is_dir(), reason="../shared/noise-study/data is absent"),),
+        (SERVER, pytest.mark.skipif(not NOISE_STUDY.is_dir(), reason="../shared/noise-study/data is absent")),
     ),
     "bench_refserver": ("stage medians (ms)", (SERVER,)),
     "bench_bundled_noise": ("| scenario | e2e ms", (SERVER,)),
@@ -63,3 +65,17 @@ def test_smoke_run_prints_its_table(name: str, table: str):
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert table in proc.stdout, proc.stdout[-3000:]
+
+
+def test_the_current_figures_are_regenerated_in_place(tmp_path: Path):
+    """scripts/benchmark_figures.py rewrites one benchmark's block of the section; the log below stays."""
+    doc = tmp_path / "benchmarks.md"
+    original = (REPO / "docs" / "benchmarks.md").read_text()
+    doc.write_text(original)
+    command = [sys.executable, str(REPO / "scripts" / "benchmark_figures.py"), "--smoke", "--only", "bench_baselines"]
+    proc = subprocess.run([*command, f"--doc={doc}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = doc.read_text()
+    assert text.split("<!-- /current figures -->")[1] == original.split("<!-- /current figures -->")[1]
+    (block,) = re.findall(r"(?s)<!-- figures: bench_baselines -->.*?<!-- /figures: bench_baselines -->", text)
+    assert "`python benchmarks/bench_baselines.py --smoke` at " in block and "1 repeats" in block
