@@ -166,8 +166,9 @@ def test_a_hung_server_is_replaced_before_the_next_case(tmp_path, monkeypatch):
     """Also: with no --output, results and logs go in a new temp folder, never the working folder."""
     # One server group; the 4th request hangs: h1 = requests 1-2, h2 = 3-4 (hangs), h3 needs a fresh server.
     cases = [tiny_case(case_id, "--inject-hang-on-request 4", timeout_s=8) for case_id in ("h1", "h2", "h3")]
-    write_cases(tmp_path / "cwd" / "cases.json", cases)
+    (tmp_path / "cwd").mkdir()
     (tmp_path / "temp").mkdir()
+    write_cases(tmp_path / "cwd" / "cases.json", cases)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))  # the temp folder, as TMPDIR sets it
     proc = compare(
         "--config", "cases.json", "--frameworks", "reference", "--measurement-repeats", "1", cwd=tmp_path / "cwd"
