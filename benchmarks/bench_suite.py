@@ -34,7 +34,7 @@ def run(args: list[str]) -> dict:
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *args, "--durations=10", "-q", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", *args, "--durations=10", "-q", "-rfE", "-p", "no:cacheprovider"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -51,6 +51,7 @@ def run(args: list[str]) -> dict:
         "code": proc.returncode,
         "load": (load_before, os.getloadavg()[0]),
         "slowest": slowest,
+        "failed": [line for line in lines if line.startswith(("FAILED ", "ERROR "))],
     }
 
 
@@ -77,6 +78,8 @@ def main() -> int:
             f"| `pytest {shlex.join(command)}` | {r['wall_s']:.0f} | {r['load'][0]:.1f}, {r['load'][1]:.1f} | {r['summary']} |"
         )
     for name, (_, r) in results.items():
+        for line in r["failed"]:
+            print(f"\n{name}: {line}", end="")
         print(f"\n| slowest tests ({name}) | phase | s |\n|---|---|---|")
         for seconds, phase, test in r["slowest"]:
             print(f"| `{test}` | {phase} | {float(seconds):.1f} |")
