@@ -77,7 +77,10 @@ def bench_model(model: str, repeats: int, threads: int) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="bench-refserver-"))
     port = free_port()
     # the command and environment the plugin starts it with (ReferenceLauncher)
-    spec = ServerSpec("reference", model, f"--log-level warning --num-threads {threads}", (), 1)
+    # --memory-snapshots always: the CPU server then reports host memory (SGLang does so only on a device)
+    spec = ServerSpec(
+        "reference", model, f"--log-level warning --num-threads {threads} --memory-snapshots always", (), 1
+    )
     launcher = ReferenceLauncher()
     env = {**os.environ, **launcher.env(spec, workdir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     cmd = launcher.command(spec, port)
