@@ -32,6 +32,7 @@ FIGURES = {
     "bench_bundled_suite": ["--runs", "1"],
     "bench_bundled_noise": ["--processes", "6", "--requests", "5"],
     "bench_verdicts": [],
+    "bench_machine_local": ["--trials", "10"],
 }
 START, END = "<!-- current figures -->", "<!-- /current figures -->"
 

@@ -34,6 +34,7 @@ SMOKES = {
     "bench_refserver": ("stage medians (ms)", (SERVER,)),
     "bench_bundled_noise": ("| scenario | e2e ms", (SERVER,)),
     "bench_bundled_suite": ("req overhead ms", (SERVER,)),
+    "bench_machine_local": ("trial 1: 2x: ", (SERVER,)),
 }
 
 
