@@ -1,6 +1,6 @@
 """Time loading SGLang's baseline file and building every check of every scenario.
 
-    python benchmarks/bench_baselines.py [--path DIR_OR_FILE] [--hardware h100] [--repeats 30]
+    python benchmarks/bench_baselines.py [--path DIR_OR_FILE] [--hardware h100] [--repeats 30] [--smoke]
 
 Prints the median (and min/max) wall time of one full load + plan; the target is < 0.2 s.
 """
@@ -43,7 +43,14 @@ def main() -> int:
     parser.add_argument("--path", type=Path, default=DEFAULT)
     parser.add_argument("--hardware", default="h100")
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few seconds' run at the smallest size (CI checks that the script still runs)",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats = 1
     if not args.path.exists():
         print(f"{args.path} not found (SGLang's data files are needed)", file=sys.stderr)
         return 2

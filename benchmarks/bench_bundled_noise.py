@@ -14,6 +14,9 @@ processes of each process's median (stages, every step, e2e, the step aggregates
 memory peaks: the median of the processes' peaks); tolerances and the rest of the file are kept.
 
     nice python benchmarks/bench_bundled_noise.py --processes 6 --requests 5 --json noise.json [--write]
+
+``--smoke``: the first server group only, 1 process x 1 request, no waiting for a quiet machine,
+nothing written (CI checks that the script still runs).
 """
 
 from __future__ import annotations
@@ -103,7 +106,14 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="write the measured expected values into cpu.json")
     ap.add_argument("--quiet-load", type=float, default=1.6, help="start a process only below this load average")
     ap.add_argument("--wait-s", type=float, default=900, help="longest wait for a quiet machine per process")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few seconds' run at the smallest size (CI checks that the script still runs)",
+    )
     a = ap.parse_args()
+    if a.smoke:
+        a.processes, a.requests, a.wait_s, a.write = 1, 1, 0.0, False
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on kill, too
     cases = load_cases(REPO / "data" / "cases.json")
     launcher = get_launcher("reference")
@@ -112,6 +122,8 @@ def main() -> None:
         groups[ServerSpec.for_case(case, launcher.name)].append(
             case.model_copy(update={"perf_repeat_requests": a.requests})
         )
+    if a.smoke:
+        groups = dict(list(groups.items())[:1])
     runs: dict[str, list[Measurement]] = defaultdict(list)
     loads: list[float] = []
     started = time.monotonic()

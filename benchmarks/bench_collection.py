@@ -1,6 +1,6 @@
 """Time collecting SGLang's 84-scenario H100 file with the plugin (``pytest --co``), per source tree.
 
-    python benchmarks/bench_collection.py [--repeats 9] [--tree NAME=DIR ...] [--python NAME=INTERPRETER ...]
+    python benchmarks/bench_collection.py [--repeats 9] [--tree NAME=DIR ...] [--python NAME=INTERPRETER ...] [--smoke]
 
 Each run is a fresh ``python -m pytest --co`` process (``--diffperf=pr_test``, a copy of the vendored
 ``perf_baselines/`` folder in a temporary folder, as in a user's checkout, ``--diffperf-hardware=h100``, ``--diffperf-server=sglang``), against a
@@ -62,7 +62,14 @@ def main() -> None:
     parser.add_argument(
         "--python", action="append", default=[], metavar="NAME=INTERPRETER", help="an interpreter's installed plugin"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few seconds' run at the smallest size (CI checks that the script still runs)",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats = 1
     trees = dict(t.split("=", 1) for t in args.tree)
     pythons = dict(t.split("=", 1) for t in args.python)
     if not trees and not pythons:

@@ -1,6 +1,8 @@
 """Time the consistency check of one 3-key-frame 768x512 video: ours versus SGLang's way.
 
-    python benchmarks/bench_consistency.py [--model ViT-L-14] [--pretrained openai] [--repeats 5] [--threads N]
+    python benchmarks/bench_consistency.py [--model ViT-L-14] [--pretrained openai] [--repeats 5] [--threads N] [--smoke]
+
+``--smoke``: the tiny random-init CLIP, one repeat (CI checks that the script still runs).
 
 Ours: GT CLIP embeddings read from the cache a previous process wrote, output frames embedded in
 one batch. SGLang's way: every process embeds the GT again, and frames go through CLIP one by one.
@@ -72,7 +74,14 @@ def main() -> int:
     parser.add_argument("--pretrained", default=clip.DEFAULT_PRETRAINED)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few seconds' run at the smallest size (CI checks that the script still runs)",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.model, args.pretrained, args.repeats = clip.TINY_MODEL, "none", 1
     if args.threads:
         torch.set_num_threads(args.threads)
     pretrained = args.pretrained

@@ -8,7 +8,9 @@ on fresh servers). After one recording, ``--trials`` rounds of: a run with no ch
 the denoising stage delayed by the recorded e2e (``--inject-delay DenoisingStage=MS``: e2e about 2x).
 Each run is a fresh ``pytest`` process in a temporary folder; the counts are of the scenario's outcome.
 
-    nice python benchmarks/bench_machine_local.py --trials 10 [--json out.json]
+    nice python benchmarks/bench_machine_local.py --trials 10 [--json out.json] [--smoke]
+
+``--smoke``: one trial (CI checks that the script still runs).
 """
 
 from __future__ import annotations
@@ -74,7 +76,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--json", help="write the counts and every run here")
+    parser.add_argument("--smoke", action="store_true", help="one trial (CI checks that the script still runs)")
     args = parser.parse_args()
+    if args.smoke:
+        args.trials = 1
     with tempfile.TemporaryDirectory(prefix="diffperf-bench-local-") as tmp:
         folder = Path(tmp)
         started = time.monotonic()

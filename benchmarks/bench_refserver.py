@@ -5,7 +5,9 @@ marker's monotonic timestamp minus the spawn time. After the startup warmup, ``-
 requests run at the bundled-suite shapes; the table gives medians and spread, and the per-stage
 and per-step medians come from the server's own ``performance.log`` records.
 
-    python benchmarks/bench_refserver.py [--repeats 7] [--threads 1] [--models tiny/flux-t2i ...] [--json out.json]
+    python benchmarks/bench_refserver.py [--repeats 7] [--threads 1] [--models tiny/flux-t2i ...] [--json out.json] [--smoke]
+
+``--smoke``: tiny/flux-t2i, one request (CI checks that the script still runs).
 """
 
 from __future__ import annotations
@@ -75,7 +77,10 @@ def bench_model(model: str, repeats: int, threads: int) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="bench-refserver-"))
     port = free_port()
     # the command and environment the plugin starts it with (ReferenceLauncher)
-    spec = ServerSpec("reference", model, f"--log-level warning --num-threads {threads}", (), 1)
+    # --memory-snapshots always: the CPU server then reports host memory (SGLang does so only on a device)
+    spec = ServerSpec(
+        "reference", model, f"--log-level warning --num-threads {threads} --memory-snapshots always", (), 1
+    )
     launcher = ReferenceLauncher()
     env = {**os.environ, **launcher.env(spec, workdir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     cmd = launcher.command(spec, port)
@@ -158,7 +163,14 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few seconds' run at the smallest size (CI checks that the script still runs)",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.models, args.repeats = ["tiny/flux-t2i"], 1
     results = [bench_model(m, args.repeats, args.threads) for m in args.models]
     print_table(results)
     if args.json:

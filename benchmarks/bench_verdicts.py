@@ -869,7 +869,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--live-trials", type=int, default=4, help="live trials per effect")
     ap.add_argument("--live-case", default="flux_tiny_t2i", help="the bundled case the live trials serve")
     ap.add_argument("--live-effects", default="", help="comma-separated effect labels (default: all)")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few seconds' run at the smallest size (CI checks that the script still runs)",
+    )
     a = ap.parse_args(argv)
+    if a.smoke:
+        a.trials, a.design_trials, a.coverage_trials, a.boots, a.live_trials = 20, 10, 10, 10, 1
+        a.designs = "4x10"
     if a.live:
         return run_live(a)
     sections = set(a.sections.split(","))

@@ -12,8 +12,7 @@ import pytest
 from pytest_diffperf._util.text import truthy
 from tests.support.paths import LAYOUT, SGLANG_DATA, SINGLE
 from tests.support.preload import preload
-
-preload()  # before any pytester test: it would drop and reload them each time
+from tests.support.refserver import Servers
 
 try:
     from hypothesis import settings
@@ -23,6 +22,22 @@ else:
     # Property tests draw hypothesis's default 100 examples here, 400 in CI (CI=true) unless a test sets its own.
     settings.register_profile("ci", max_examples=400)
     settings.load_profile("ci" if truthy(os.environ.get("CI", "")) else "default")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Load the plugin's modules before the first pytester test (it would drop and reload them each time);
+    a run that selects none (a unit-test file) skips the ~3 s this costs."""
+    if any("pytester" in getattr(item, "fixturenames", ()) for item in items):
+        preload()
+
+
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory):
+    """``shared_server(model, *args)``: a running reference server (``tests.support.refserver.Server``), one per
+    model and arguments for the whole session (per xdist worker), for tests that only read from it."""
+    servers = Servers(lambda: tmp_path_factory.mktemp("refserver"))
+    yield servers.shared
+    servers.stop()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._util import tempdirs
 from .._util.atomicfile import write_atomic
 from .._util.outputs import check_folder, check_writable
 from .._util.text import format_table
@@ -23,6 +24,8 @@ from ..serving.pool import ServerPlan, ServerPool
 from ..serving.process import ServerPorts
 
 DRY_RUN_PORTS = ServerPorts(30000, 30002, 30003)  # shown by the dry run (a run takes free ones)
+RESULTS_FILE, LOGS_FOLDER = "comparison-results.json", "comparison-logs"
+OUTPUT_PREFIX = "diffperf-compare-"  # the default output: <temp>/diffperf-compare-<random>/, swept after 3 days
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,7 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="measured requests per case (default: the file's measurement_repeats)",
     )
     parser.add_argument(
-        "-o", "--output", type=Path, default=Path("comparison-results.json"), help="results file (default: %(default)s)"
+        "-o",
+        "--output",
+        type=Path,
+        metavar="DIR",
+        help=f"output folder: {RESULTS_FILE} and {LOGS_FOLDER}/ go there; a path ending in .json is the results "
+        f"file, with {LOGS_FOLDER}/ beside it (default: a new folder {OUTPUT_PREFIX}* in the temp folder)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the server commands and requests; start nothing")
     parser.add_argument("--history", type=Path, metavar="FILE.jsonl", help="append the results to this history file")
@@ -67,10 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--report", type=Path, metavar="FILE.jsonl", help="print each case's trend in this history file"
     )
     parser.add_argument(
-        "--log-dir",
-        type=Path,
-        default=Path("comparison-logs"),
-        help="server logs go in a new folder here (default: %(default)s)",
+        "--log-dir", type=Path, help=f"server logs go in a new folder here (default: {LOGS_FOLDER}/ of the output)"
     )
     parser.add_argument(
         "--startup-timeout",
@@ -127,30 +132,33 @@ def _compare(args: argparse.Namespace) -> int:
     for note in left_out:
         print(f"not run: {note}")
     if args.dry_run:
-        print_dry_run(runs, repeats, args.log_dir)
+        print_dry_run(runs, repeats, _output_paths(args, Path(f"<temp>/{OUTPUT_PREFIX}*"))[1])
         return 0
+    if args.output is None:
+        tempdirs.sweep(OUTPUT_PREFIX)
+    output, log_root = _output_paths(args, args.output or tempdirs.make(OUTPUT_PREFIX))
     reads = [(args.config, "--cases"), *([(args.history, "--history")] if args.history else [])]
-    check_writable(args.output, "--output", reads)
-    check_folder(args.log_dir, "--log-dir", reads)
+    check_writable(output, "--output", reads)
+    check_folder(log_root, "--log-dir" if args.log_dir else "--output", reads)
     if args.history is not None:
         check_writable(args.history, "--history", reads[:1])
     started = datetime.now(timezone.utc)
     try:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.log_dir.mkdir(parents=True, exist_ok=True)
-        log_dir = Path(tempfile.mkdtemp(prefix=started.strftime("%Y%m%dT%H%M%SZ-"), dir=args.log_dir)).resolve()
+        output.parent.mkdir(parents=True, exist_ok=True)
+        log_root.mkdir(parents=True, exist_ok=True)
+        log_dir = Path(tempfile.mkdtemp(prefix=started.strftime("%Y%m%dT%H%M%SZ-"), dir=log_root)).resolve()
     except OSError as exc:
-        raise DiffperfError(f"cannot create: {exc.strerror}", source=str(exc.filename or args.log_dir)) from None
+        raise DiffperfError(f"cannot create: {exc.strerror}", source=str(exc.filename or log_root)) from None
     print(f"{len(runs)} run(s) of 1 warmup + {repeats} measured request(s); server logs in {log_dir}", flush=True)
     pool = ServerPool(log_dir, args.startup_timeout, _say)
     results = run_all(runs, pool, repeats, args.request_timeout, _say, _warn)
     doc = comparison_document(results, repeats, started)
     print("\n" + results_table(results))
     try:
-        write_atomic(args.output, json.dumps(doc, indent=2) + "\n")
+        write_atomic(output, json.dumps(doc, indent=2) + "\n")
     except OSError as exc:
-        raise DiffperfError(f"cannot write: {exc.strerror}", source=str(args.output)) from None
-    print(f"\nresults written to {args.output}")
+        raise DiffperfError(f"cannot write: {exc.strerror}", source=str(output)) from None
+    print(f"\nresults written to {output}")
     if args.history is not None:
         history.append(args.history, doc)
         print(f"appended to history {args.history}")
@@ -161,6 +169,18 @@ def _compare(args: argparse.Namespace) -> int:
             print(f"  {r['case_id']} ({r['framework']}): {r['error']}")
         return 1
     return 0
+
+
+def _output_paths(args: argparse.Namespace, default: Path) -> tuple[Path, Path]:
+    """The results file and the logs folder: under ``--output`` (a folder, or ending in .json the results file),
+    else under ``default``; ``--log-dir`` wins for the logs."""
+    output = args.output or default
+    results, logs = (
+        (output, output.parent / LOGS_FOLDER)
+        if output.suffix == ".json"
+        else (output / RESULTS_FILE, output / LOGS_FOLDER)
+    )
+    return results, args.log_dir or logs
 
 
 def _say(message: str) -> None:

@@ -18,10 +18,11 @@ import email.parser
 import email.policy
 import email.utils
 import hashlib
+import inspect
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -120,6 +121,12 @@ class Harness:
     @property
     def common(self) -> ModuleType:
         return self.modules[f"{SERVER}.test_server_common"]
+
+    @property
+    def diffusion_server(self) -> Callable[..., Iterator[Any]]:
+        """SGLang's ``diffusion_server`` fixture as the generator function it decorates, to run with a case:
+        ``inspect.unwrap`` follows the ``__wrapped__`` that every pytest since 8.0 sets on a fixture."""
+        return inspect.unwrap(self.common.diffusion_server)
 
 
 def load(
@@ -257,8 +264,7 @@ def command_of(harness: Harness, tc: Any, perf_dir: Path) -> tuple[list[str], di
     utils: Any = harness.utils
     saved = utils.subprocess
     utils.subprocess = SimpleNamespace(Popen=popen, PIPE=-1, STDOUT=-2)
-    fixture = harness.common.diffusion_server
-    fixture = getattr(fixture, "_get_wrapped_function", lambda: getattr(fixture, "__wrapped__", fixture))()
+    fixture = harness.diffusion_server
     env = {"SGLANG_TEST_SERVER_PORT": str(PORT), "SGLANG_PERF_LOG_DIR": str(perf_dir)}
     saved_env = {k: os.environ.get(k) for k in (*env, "SGLANG_TEST_SERVE_ARGS")}
     os.environ.update(env)

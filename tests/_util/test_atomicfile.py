@@ -91,14 +91,20 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path: Path, mon
 
 WRITER = textwrap.dedent(
     """
+    import os
     import sys
     from pathlib import Path
     from pytest_diffperf._util.atomicfile import update
 
     path, versions = Path(sys.argv[1]), [Path(p).read_bytes() for p in sys.argv[2:]]
-    print("ready", flush=True)
-    while True:  # rewrite the file, flipping between the two versions, until killed
-        update(path, lambda current: versions[1] if current == versions[0] else versions[0])
+    for _ in sys.stdin:  # one writer per line, forked (imported once): the test SIGKILLs it
+        pid = os.fork()
+        if pid == 0:
+            while True:  # rewrite the file, flipping between the two versions, until killed
+                update(path, lambda current: versions[1] if current == versions[0] else versions[0])
+        print(pid, flush=True)
+        os.waitpid(pid, 0)
+        print("reaped", flush=True)
     """
 )
 
@@ -114,7 +120,7 @@ def big_baseline(scenarios: int) -> dict:
 
 def test_kill_9_during_writes_leaves_old_or_new_content(tmp_path: Path):
     """A process rewriting a baseline file (two regenerated versions of one scenario) back and forth
-    is SIGKILLed at random moments, 25 times: the file is always exactly one of the two versions,
+    is SIGKILLed at random moments, 25 times (25 writers forked from one that imported the module once): the file is always exactly one of the two versions,
     and the lock is never left taken. (A plain truncate-and-write fails this test.)"""
     path = tmp_path / "big.json"
     text = atomicfile.dumps_json(big_baseline(1000))  # 1.6 MB
@@ -128,22 +134,27 @@ def test_kill_9_during_writes_leaves_old_or_new_content(tmp_path: Path):
     expected = {v.read_text() for v in versions}
     rng = random.Random(5)
     seen = []
-    for _ in range(25):
-        with subprocess.Popen(
-            [sys.executable, str(tmp_path / "writer.py"), str(path), *map(str, versions)],
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        ) as proc:
-            assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    with subprocess.Popen(
+        [sys.executable, str(tmp_path / "writer.py"), str(path), *map(str, versions)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        for _ in range(25):
+            proc.stdin.write(b"write\n")
+            proc.stdin.flush()
+            pid = int(proc.stdout.readline())
             time.sleep(rng.uniform(0.0, 0.1))
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-        content = path.read_text()
-        assert content in expected
-        json.loads(content)
-        seen.append(content)
-        for tmp in tmp_path.glob(".big.json.*.tmp"):  # a cut write may leave its temp file, never the target
-            tmp.unlink()
+            os.kill(pid, signal.SIGKILL)
+            assert proc.stdout.readline() == b"reaped\n"
+            content = path.read_text()
+            assert content in expected
+            json.loads(content)
+            seen.append(content)
+            for tmp in tmp_path.glob(".big.json.*.tmp"):  # a cut write may leave its temp file, never the target
+                tmp.unlink()
+        proc.stdin.close()
     assert set(seen) == expected  # the kills landed while it was writing
 
 

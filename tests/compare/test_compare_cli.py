@@ -133,7 +133,10 @@ BAD_ARGUMENTS = [
     (["--startup-timeout", "-5"], "argument --startup-timeout: expected a positive number, at most 604800, got '-5'"),
     (["--startup-timeout", "nan"], "argument --startup-timeout: expected a positive number, at most 604800, got 'nan'"),
     (["--report", "nowhere.jsonl"], "nowhere.jsonl: file not found"),
-    (["--output", "."], "--output: . is a folder; expected a file path"),
+    (
+        ["--output", "cases.json/out"],
+        "--output: cannot create cases.json/out/comparison-results.json: cases.json is not a folder",
+    ),
     (["--log-dir", "cases.json"], "--log-dir: cases.json is a file; expected a folder"),
 ]
 

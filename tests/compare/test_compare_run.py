@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import tempfile
 from datetime import datetime
 
 import pytest
@@ -161,19 +162,26 @@ def test_history_has_both_runs_and_the_report_shows_the_trend(folder, healthy, f
     assert f"  nostart (reference) last run: {faulty[1]['results'][3]['error']}" in proc.stdout
 
 
-def test_a_hung_server_is_replaced_before_the_next_case(tmp_path):
+def test_a_hung_server_is_replaced_before_the_next_case(tmp_path, monkeypatch):
+    """Also: with no --output, results and logs go in a new temp folder, never the working folder."""
     # One server group; the 4th request hangs: h1 = requests 1-2, h2 = 3-4 (hangs), h3 needs a fresh server.
     cases = [tiny_case(case_id, "--inject-hang-on-request 4", timeout_s=8) for case_id in ("h1", "h2", "h3")]
-    write_cases(tmp_path / "cases.json", cases)
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "temp").mkdir()
+    write_cases(tmp_path / "cwd" / "cases.json", cases)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))  # the temp folder, as TMPDIR sets it
     proc = compare(
-        "--config", "cases.json", "--frameworks", "reference", "--measurement-repeats", "1", "--log-dir", "logs",
-        cwd=tmp_path,
+        "--config", "cases.json", "--frameworks", "reference", "--measurement-repeats", "1", cwd=tmp_path / "cwd"
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    errors = [r["error"] for r in json.loads((tmp_path / "comparison-results.json").read_text())["results"]]
+    assert [p.name for p in (tmp_path / "cwd").iterdir()] == ["cases.json"]
+    (output,) = (tmp_path / "temp").iterdir()
+    assert output.name.startswith("diffperf-compare-")
+    assert f"results written to {output / 'comparison-results.json'}" in proc.stdout
+    errors = [r["error"] for r in json.loads((output / "comparison-results.json").read_text())["results"]]
     assert errors[0] is None and errors[2] is None
     assert errors[1].startswith("server http://127.0.0.1:") and "did not answer request 1 within 8 s" in errors[1]
     assert "1 case(s) had errors:" in proc.stdout
-    (run,) = (tmp_path / "logs").iterdir()
+    (run,) = (output / "comparison-logs").iterdir()
     assert sorted(p.name for p in run.iterdir()) == ["server-1", "server-2"]
-    assert not servers_under(tmp_path / "logs")
+    assert not servers_under(output)

@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.refserver import Server
+from tests.support.refserver import Server, Servers
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def start_server(tmp_path_factory):
-    """Factory: ``start_server(model, *args, wait=True)``; every server is killed at session end."""
-    servers: list[Server] = []
-
-    def start(model: str, *args: str, wait: bool = True, port: int | None = None) -> Server:
-        server = Server(tmp_path_factory.mktemp("refserver"), model, list(args), port)
-        servers.append(server)
-        return server.wait_ready() if wait else server
-
-    yield start
-    for server in servers:
-        server.stop()
+    """Factory: ``start_server(model, *args, wait=True)``, a new server; killed when the module's tests are done."""
+    servers = Servers(lambda: tmp_path_factory.mktemp("refserver"))
+    yield servers.start
+    servers.stop()
 
 
 @pytest.fixture(scope="session")
-def flux(start_server) -> Server:
+def flux(shared_server) -> Server:
     """The baseline server: tiny/flux-t2i, defaults, plus a load delay so /health is seen at 503 first."""
-    return start_server("tiny/flux-t2i", "--inject-load-delay", "1000")
+    return shared_server("tiny/flux-t2i", "--inject-load-delay", "1000")

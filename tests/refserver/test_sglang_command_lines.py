@@ -30,13 +30,13 @@ def harness():
 
 def _command_lines(harness, monkeypatch, tmp_path) -> dict[str, list[str]]:
     monkeypatch.setenv("SGLANG_PERF_LOG_DIR", str(tmp_path))
-    utils, common, cases = harness.utils, harness.common, harness.gpu_cases
+    utils, cases = harness.utils, harness.gpu_cases
 
     def record(command, **kwargs):
         raise _Spawned(command)
 
     monkeypatch.setattr(utils, "subprocess", SimpleNamespace(Popen=record, PIPE=-1, STDOUT=-2))
-    fixture = common.diffusion_server._get_wrapped_function()
+    fixture = harness.diffusion_server
     lines = {}
     every = [c for name in dir(cases) if name.endswith("_CASES") for c in getattr(cases, name)]
     for case in every:

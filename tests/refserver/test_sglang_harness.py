@@ -68,7 +68,7 @@ def test_sglang_harness_runs_the_case(harness, case_id, monkeypatch, tmp_path):
     common, configs, utils = harness.common, harness.configs, harness.utils
     case = _case(harness, case_id)
     assert "--warmup-sampling-params" in " ".join(case.server_args.extras)  # the quality pin __post_init__ adds
-    fixture = common.diffusion_server._get_wrapped_function()(case)
+    fixture = harness.diffusion_server(case)
     ctx = next(fixture)
     try:
         assert ctx.load_time_ms is not None
@@ -96,8 +96,7 @@ def test_t2v_input_reference_is_rejected_with_sglangs_detail(harness, monkeypatc
     import requests
 
     monkeypatch.setenv("SGLANG_TEST_SERVER_PORT", str(free_port()))
-    common = harness.common
-    fixture = common.diffusion_server._get_wrapped_function()(_case(harness, "tiny_t2v"))
+    fixture = harness.diffusion_server(_case(harness, "tiny_t2v"))
     ctx = next(fixture)
     try:
         base = f"http://127.0.0.1:{ctx.port}"
@@ -116,7 +115,7 @@ def test_perf_dump_matches_sglangs_report(harness, monkeypatch, tmp_path):
 
     monkeypatch.setenv("SGLANG_TEST_SERVER_PORT", str(free_port()))
     case = _case(harness, "tiny_t2i", "--request-files-dir", str(tmp_path / "dump"))  # ours: paths only in there
-    fixture = harness.common.diffusion_server._get_wrapped_function()(case)
+    fixture = harness.diffusion_server(case)
     ctx = next(fixture)
     try:
         dump = tmp_path / "dump" / "perf.json"

@@ -39,7 +39,7 @@ def sglang_command(harness, monkeypatch, tmp_path):
         raise Spawned
 
     monkeypatch.setattr(harness.utils, "subprocess", SimpleNamespace(Popen=popen, PIPE=-1, STDOUT=-2), raising=True)
-    fixture = harness.common.diffusion_server._get_wrapped_function()
+    fixture = harness.diffusion_server
 
     def run(tc) -> tuple[list[str], dict[str, str]]:
         spawned.clear()

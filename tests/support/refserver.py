@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -18,7 +19,7 @@ from pytest_diffperf.launchers import ReferenceLauncher, ServerSpec
 from pytest_diffperf.protocol import PERF_LOG_FILE, PerfRecord
 from pytest_diffperf.serving.process import free_port, kill_tree
 
-STARTUP_TIMEOUT_S = 90
+STARTUP_TIMEOUT_S = 300  # a loaded machine (xdist workers, other jobs) can take minutes; ready is polled
 # Small shapes keep the suite fast on a 2-core box.
 SMALL_IMAGE = {
     "prompt": "a red fox in fresh snow",
@@ -58,7 +59,7 @@ class Server:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()}")
             try:
                 code = requests.get(self.url + "/health", timeout=2).status_code
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening yet, or too busy loading to answer
                 code = 0
             self.health_seen.append(code)
             if code == 200:
@@ -110,6 +111,34 @@ class Server:
         matches = [r for r in self.records() if r.request_id == request_id]
         assert len(matches) == 1, f"{len(matches)} records for {request_id}"
         return matches[0]
+
+
+class Servers:
+    """Reference servers started for tests, stopped together by the fixture that owns them.
+
+    ``start`` always starts a new one (a test that changes the server: faults, crashes); ``shared``
+    starts one per model and arguments and hands the same running server to every later caller, for
+    tests that only read from it (see CONTRIBUTING.md, "A shared server")."""
+
+    def __init__(self, workdir: Callable[[], Path]):
+        self.workdir = workdir
+        self.started: list[Server] = []
+        self.by_key: dict[tuple[str, ...], Server] = {}
+
+    def start(self, model: str, *args: str, wait: bool = True, port: int | None = None) -> Server:
+        server = Server(self.workdir(), model, list(args), port)
+        self.started.append(server)
+        return server.wait_ready() if wait else server
+
+    def shared(self, model: str, *args: str) -> Server:
+        key = (model, *args)
+        if key not in self.by_key:
+            self.by_key[key] = self.start(model, *args)
+        return self.by_key[key]
+
+    def stop(self) -> None:
+        for server in self.started:
+            server.stop()
 
 
 def png_size(data: bytes) -> tuple[int, int]:

@@ -1,0 +1,82 @@
+"""Every benchmark still runs: each ``benchmarks/*.py --smoke`` (seconds) exits 0 and prints its table.
+
+The figures are not checked (this machine's speed proves nothing); a benchmark that no longer runs
+against today's code is. A new benchmark needs a ``--smoke`` size and a row here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOISE_STUDY = REPO.parent / "shared" / "noise-study" / "data"
+# reference servers, or seconds of torch, pytest or simulation start-up: out of the fast tests
+SERVER = pytest.mark.server
+
+# benchmark -> (a line of its table, marks)
+SMOKES = {
+    "bench_baselines": ("scenarios,", ()),
+    "bench_collection": ("plugin time", (SERVER,)),
+    "bench_consistency": ("ratio", (SERVER,)),
+    "bench_suite": ("| slowest tests (", (SERVER,)),
+    "bench_verdicts": (
+        "| set | metric |",
+        (SERVER, pytest.mark.skipif(not NOISE_STUDY.is_dir(), reason="../shared/noise-study/data is absent")),
+    ),
+    "bench_refserver": ("stage medians (ms)", (SERVER,)),
+    "bench_bundled_noise": ("| scenario | e2e ms", (SERVER,)),
+    "bench_bundled_suite": ("req overhead ms", (SERVER,)),
+    "bench_machine_local": ("trial 1: 2x: ", (SERVER,)),
+}
+
+
+def test_the_readme_ci_and_bench_suite_share_the_test_commands():
+    spec = importlib.util.spec_from_file_location("bench_suite", REPO / "benchmarks" / "bench_suite.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    readme = (REPO / "README.md").read_text()
+    assert f"pytest {shlex.join(bench.FULL)} " in readme and f"pytest {shlex.join(bench.FAST)} " in readme
+    assert f"\npython3 -m pytest {shlex.join(bench.FULL)}\n" in (REPO / ".ci" / "run").read_text()
+
+
+def test_every_benchmark_has_a_smoke_run():
+    assert sorted(p.stem for p in (REPO / "benchmarks").glob("*.py")) == sorted(SMOKES)
+
+
+@pytest.mark.parametrize(
+    ("name", "table"), [pytest.param(name, table, marks=marks, id=name) for name, (table, marks) in SMOKES.items()]
+)
+def test_smoke_run_prints_its_table(name: str, table: str):
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / f"{name}.py"), "--smoke"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert table in proc.stdout, proc.stdout[-3000:]
+
+
+def test_the_current_figures_are_regenerated_in_place(tmp_path: Path):
+    """scripts/benchmark_figures.py rewrites one benchmark's block of the section; the log below stays."""
+    doc = tmp_path / "benchmarks.md"
+    original = (REPO / "docs" / "benchmarks.md").read_text()
+    doc.write_text(original)
+    command = [sys.executable, str(REPO / "scripts" / "benchmark_figures.py"), "--smoke", "--only", "bench_baselines"]
+    proc = subprocess.run([*command, f"--doc={doc}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = doc.read_text()
+    assert text.split("<!-- /current figures -->")[1] == original.split("<!-- /current figures -->")[1]
+    (block,) = re.findall(r"(?s)<!-- figures: bench_baselines -->.*?<!-- /figures: bench_baselines -->", text)
+    assert "`python benchmarks/bench_baselines.py --smoke` at " in block and "1 repeats" in block
