@@ -89,7 +89,7 @@ def judge_ab(
     verdict = "fail" if failing else SCENARIO_VERDICT[ab.verdict]
     message = ""
     if verdict != "pass":
-        message = f"{PERF_PREFIX} A/B against the base ({servers.sides['base'].spec.text}): {record.headline}"
+        message = f"{PERF_PREFIX} {record.headline} (A/B against the base: {servers.sides['base'].spec.text})"
         message += "".join(f"\n  {m.text()}" for m in ab.metrics.values() if m.gated)
         if failing:
             message += f"\n  memory against the base's peaks:\n{format_failures(failing)}"

@@ -143,7 +143,9 @@ class ABRecord(BaseModel):
         same = [m for m in self.metrics if m.gated and m.verdict == self.verdict and m.ratio is not None]
         if not same:
             return self.metric("e2e")
-        return self.metric("e2e") if self.metric("e2e") in same else max(same, key=lambda m: abs(math.log(m.ratio or 1)))
+        return (
+            self.metric("e2e") if self.metric("e2e") in same else max(same, key=lambda m: abs(math.log(m.ratio or 1)))
+        )
 
 
 class NoisyCheckRecord(BaseModel):

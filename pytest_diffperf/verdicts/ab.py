@@ -162,7 +162,9 @@ class ABResult:
         decisive = [
             f"{m.label} {percent(m.ratio)} {span(m.low, m.high)} {m.verdict}"
             for m in self.metrics.values()
-            if m.gated and m.name != E2E and (m.verdict in ("regressed", "improved") or m.verdict == self.verdict)
+            if m.gated
+            and m.name != E2E
+            and (m.verdict in ("regressed", "improved") or m.verdict == self.verdict)
             and m.verdict != "unchanged"
         ]
         e2e = self.metrics.get(E2E)

@@ -220,7 +220,7 @@ def test_a_run_noisier_than_its_prior_is_flagged():
 
 
 def _metric(name: str, ratio: float, low: float, high: float, verdict, base_ms: float) -> MetricResult:
-    return MetricResult(name=name, kind="e2e" if name == "e2e" else "denoising_stage", gated=True, tolerance=0.1,
+    return MetricResult(name=name, kind="e2e" if name == "e2e" else "stage", gated=True, tolerance=0.1,
                         ratio=ratio, low=low, high=high, se=0.05, verdict=verdict, base_ms=base_ms,
                         candidate_ms=base_ms * ratio, process_pairs=2, request_pairs=8, within=0.01, within_dof=6,
                         within_prior=0.03)  # fmt: skip
