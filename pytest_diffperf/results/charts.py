@@ -155,7 +155,7 @@ def interval_chart(
     ax.set_xscale("log")
     lo, hi = min(values) / 1.15, max(values) * 1.15
     ax.set_xlim(lo, hi)
-    ticks = [t for t in RATIO_TICKS if lo <= t <= hi]
+    ticks = _spaced([t for t in RATIO_TICKS if lo <= t <= hi], math.log(hi / lo) / 8)
     ax.set_xticks(ticks, [f"{t - 1:+.0%}" if t != 1 else "0" for t in ticks])
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("change (log scale)")
@@ -163,6 +163,15 @@ def interval_chart(
     ax.legend(fontsize=8, frameon=False, loc="lower right")
     ax.set_title(title, fontsize=10, loc="left")
     return svg(fig)
+
+
+def _spaced(ticks: Sequence[float], gap: float) -> list[float]:
+    """Ticks at least ``gap`` apart on the log axis, 1 (no change) always among them."""
+    kept: list[float] = [1.0] if 1.0 in ticks else []
+    for t in sorted(ticks, key=lambda t: abs(math.log(t))):
+        if all(abs(math.log(t / k)) >= gap for k in kept):
+            kept.append(t)
+    return sorted(kept)
 
 
 def ab_chart(ab: ABRecord) -> str | None:

@@ -46,6 +46,7 @@ REPEATED = (
     "--diffperf-startup-timeout",
     "--diffperf-request-timeout",
 )
+GROUND_TRUTH = ("--diffperf-gt-dir", "--diffperf-clip-model", "--diffperf-clip-pretrained")  # and a GT command these
 
 
 def scenario_longrepr(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionInfo | None:
@@ -150,7 +151,7 @@ def next_steps(item: ScenarioItem, result: ScenarioResult | None, body: str) -> 
         session.ab is not None,
     )
     if result is not None and result.consistency_status == "failed":
-        command = ground_truth_next(sid, run, _repeated(item.config), _select(item, sid))
+        command = ground_truth_next(sid, run, _repeated(item.config, GROUND_TRUTH), _select(item, sid))
         steps.append(("if the output change is intended", command))
     if result is not None and result.verdict == "inconclusive":
         steps += inconclusive_next([sid], run)
@@ -179,13 +180,13 @@ def _select(item: ScenarioItem, sid: str) -> list[str]:
     return ["-k", sid]
 
 
-def _repeated(config: pytest.Config) -> list[str]:
-    """The options of this run's command line that choose its files, server and devices."""
+def _repeated(config: pytest.Config, more: tuple[str, ...] = ()) -> list[str]:
+    """The options of this run's command line that choose its files, server and devices (and ``more``), as typed."""
     args = [str(a) for a in config.invocation_params.args]
     out: list[str] = []
     for i, arg in enumerate(args):
         name = arg.split("=", 1)[0]
-        if name in REPEATED:
+        if name in REPEATED or name in more:
             out.append(arg)
             if "=" not in arg and i + 1 < len(args):
                 out.append(args[i + 1])
