@@ -160,7 +160,7 @@ def interval_chart(
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("change (log scale)")
     ax.set_yticks(y, [f"{r[0]} ({r[4]})" for r, _ in kept])
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside: never over a row
     ax.set_title(title, fontsize=10, loc="left")
     return svg(fig)
 
@@ -175,8 +175,9 @@ def _spaced(ticks: Sequence[float], gap: float) -> list[float]:
 
 
 def ab_chart(ab: ABRecord) -> str | None:
-    """An A/B run's ratios (candidate / base) with their intervals, each against its own tolerance."""
-    shown = [m for m in ab.metrics if m.ratio is not None]
+    """An A/B run's ratios (candidate / base) with their intervals, each against its own tolerance: e2e first, then
+    the gated metrics."""
+    shown = sorted((m for m in ab.metrics if m.ratio is not None), key=lambda m: (m.name != "e2e", not m.gated))
     rows: list[Row] = [(label(m.name), m.ratio or 0.0, m.low, m.high, m.verdict) for m in shown]
     bands: list[Band] = [(1 / (1 + m.tolerance), 1 + m.tolerance) for m in shown]
     return interval_chart(rows, bands, "each metric's tolerance", "A/B: candidate / base, with intervals", AB_COLORS)
