@@ -5,7 +5,9 @@ results file, JUnit and ``diffperf merge``. Changes are ``actual / expected - 1`
 ``allowed`` change is ``limit / expected - 1``. A scenario's *limiting check* is the one that uses
 the most of its tolerance band, ``(actual - expected) / (limit - expected)``: a failing check first,
 else the time check closest to its limit; a memory check only when it fails or has grown past expected
-and is closer to its limit than every time check.
+and is closer to its limit than every time check. A check's verdict is the one it was judged by (the run's
+noise interval, where it judged one, replaces the limit formula's), so an inconclusive scenario's limiting
+check is an inconclusive one; an A/B run's cell is the metric that decided its verdict.
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ def reason(result: ScenarioResult) -> str:
 
 def output_reason(consistency: Mapping[str, Any]) -> str:
     """An output mismatch: each failed metric's value against its threshold, and the frame
-    (``ssim 0.4100 < 0.95 on frame mid (index 3)``); else the message's first line."""
+    (``ssim 0.4100 (needs >= 0.95) on frame mid (index 3)``); else the message's first line."""
     thresholds = consistency.get("thresholds") or {}
     found = []
     for frame in consistency.get("frames") or []:
