@@ -134,26 +134,29 @@ def interval_chart(
     colors: Mapping[str, str],
 ) -> str | None:
     """A forest plot of ratios on a log axis: per row (name, estimate, low, high, verdict) a point and its
-    interval, with that row's own band (red ticks) and a line at no change."""
+    interval, with that row's own band (red ticks) and a line at no change. The axis spans the estimates and
+    the bands, so one wide interval does not squeeze the rest: it is cut at the edge, with an arrow."""
     kept = [(r, b) for r, b in zip(rows, bands, strict=True) if math.isfinite(r[1]) and r[1] > 0]
     if not kept:
         return None
     fig, ax = _figure(len(kept))
     y = list(range(len(kept)))[::-1]
-    values = [1.0]
+    # the axis spans the estimates and the bands: an interval reaching further is cut at the edge, marked by an arrow
+    span = [1.0] + [v for r, b in kept for v in (r[1], *b) if v is not None and v > 0]
+    lo, hi = min(span) / 1.3, max(span) * 1.3
     for yi, ((_name, estimate, low, high, verdict), (lower, upper)) in zip(y, kept, strict=True):
         color = colors.get(verdict, OTHER)
         if low is not None and high is not None and low > 0:
-            ax.plot([low, high], [yi, yi], color=color, lw=2.5, alpha=0.8)
-            values += [low, high]
+            ax.plot([max(low, lo), min(high, hi)], [yi, yi], color=color, lw=2.5, alpha=0.8)
+            for end, edge, marker in ((low, lo, "<"), (high, hi, ">")):
+                if (end < edge) if marker == "<" else (end > edge):
+                    ax.plot([edge], [yi], marker=marker, color=color, ms=6, clip_on=False)
         ax.plot([estimate], [yi], "o", color=color)
         edges = [e for e in (lower, upper) if e is not None and e > 0]
         ax.scatter(edges, [yi] * len(edges), marker="|", s=260, color=FAIL, linewidths=1.5,
                    label=band_label if yi == y[0] else None)  # fmt: skip
-        values += [estimate, *edges]
     ax.axvline(1.0, color=EXPECTED, lw=1, label="no change")
     ax.set_xscale("log")
-    lo, hi = min(values) / 1.15, max(values) * 1.15
     ax.set_xlim(lo, hi)
     ticks = _spaced([t for t in RATIO_TICKS if lo <= t <= hi], math.log(hi / lo) / 8)
     ax.set_xticks(ticks, [f"{t - 1:+.0%}" if t != 1 else "0" for t in ticks])
