@@ -22,7 +22,7 @@ def test_the_count_is_of_the_checks_it_lists():
         checks=[
             check("e2e", "e2e", 1400.0, 1000.0, 1100.0, "fail"),
             check("stage[DenoisingStage]", "stage", 900.0, 800.0, 880.0, "fail"),
-        ],  # fmt: skip
+        ],
         noise=NoiseRecord(verdict="fail", attempts=3, requests=9, wall_s=30.0, checks=noisy),
     )
     body = "PERFORMANCE: 1 check(s) failed (3 fresh server(s), 9 requests)\ncheck actual ..."
