@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from ..errors import DiffperfError
 from ..perf.scenarios import CLI_FLAGS, load_scenario_set
 from ..results.merge import failing, merge, missing, outcome_counts, read_results, results_of
 from ..results.model import ScenarioResult
+from ..results.nextsteps import RunContext, details, wrapped
 from ..results.stepsummary import markdown
-from ..results.tables import summary_table
+from ..results.tables import REASON_WIDTH, summary_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -85,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     results = results_of(merged)
     counts = outcome_counts(results)
     print(f"diffperf merge: {len(args.files)} file(s), {counts}")
-    for line in format_table(summary_table(results), right_from=None):
+    run = RunContext.of(merged, args.output)
+    for line in format_table(summary_table(results, REASON_WIDTH), right_from=None):
+        print(line)
+    for line in wrapped(details(results, run), shutil.get_terminal_size().columns):
         print(line)
     if absent:
         print(f"{len(absent)} scenario(s) of {args.expect_all} ran in no shard: {', '.join(absent)}")
@@ -95,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     notes = [f"merged from {len(args.files)} file(s)"]
     if absent:
         notes.append(f"{len(absent)} scenario(s) ran in no shard: {', '.join(absent)}")
-    md = markdown(results, merged, merged.get("provenance"), notes)
+    md = markdown(results, merged, merged.get("provenance"), notes, run=run)
     if args.markdown:
         _write(Path(args.markdown), md, "--markdown")
     append_step_summary(md)
@@ -134,5 +139,6 @@ def write_html(
         image_dirs=[Path(d) for d in args.artifacts],
         baseline_steps=steps,
         notes=notes,
+        run=RunContext.of(merged, args.output),
     )
     _write(path, text, "--html")

@@ -89,7 +89,7 @@ def judge_ab(
     verdict = "fail" if failing else SCENARIO_VERDICT[ab.verdict]
     message = ""
     if verdict != "pass":
-        message = f"{PERF_PREFIX} A/B against the base ({servers.sides['base'].spec.text}): {record.headline}"
+        message = f"{PERF_PREFIX} {record.headline} (A/B against the base: {servers.sides['base'].spec.text})"
         message += "".join(f"\n  {m.text()}" for m in ab.metrics.values() if m.gated)
         if failing:
             message += f"\n  memory against the base's peaks:\n{format_failures(failing)}"
@@ -217,7 +217,7 @@ def measured(ab: ABResult, wall_s: float) -> dict[str, float]:
 
 
 def _f(x: float) -> float | None:
-    return round(x, 4) if math.isfinite(x) else None
+    return round(x, 6) if math.isfinite(x) else None  # 6: the headline's 0.1 % figures and the record's agree
 
 
 def _metric_record(m: MetricResult) -> ABMetricRecord:

@@ -19,12 +19,16 @@ matplotlib.use("Agg")  # no display: render to files
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from .model import ABRecord, CheckRecord, NoiseRecord, ScenarioResult
+from .tables import label
 
 PASS, FAIL, OTHER, EXPECTED = "#2e7d32", "#c62828", "#ef6c00", "#37474f"
 VERDICT_COLORS = {"pass": PASS, "fail": FAIL, "missing": FAIL, "unguarded": OTHER, "inconclusive": OTHER}
 AB_COLORS = {"unchanged": PASS, "improved": "#1565c0", "regressed": FAIL, "inconclusive": OTHER}
+SIDE_COLORS = {"base": "#1565c0", "candidate": "#ef6c00", "requests": PASS}
+RATIO_TICKS = (0.1, 0.25, 0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 WIDTH_IN = 7.5
 _salt = itertools.count()
 
@@ -54,7 +58,7 @@ def stage_chart(result: ScenarioResult) -> str | None:
     names = [c.name.removeprefix("stage[").removesuffix("]") for c in checks]
     fig, ax = _figure(len(checks))
     y = list(range(len(checks)))[::-1]
-    colors = [VERDICT_COLORS.get(c.verdict, OTHER) for c in checks]
+    colors = [VERDICT_COLORS.get(result.check_verdict(c), OTHER) for c in checks]
     ax.barh(y, [c.actual or 0.0 for c in checks], color=colors, alpha=0.8, height=0.6, label="measured")
     ax.scatter([c.expected for c in checks], y, marker="|", s=500, color=EXPECTED, linewidths=2, label="expected")
     ax.scatter([c.limit for c in checks], y, marker="|", s=500, color=FAIL, linewidths=1.5, label="limit")
@@ -69,25 +73,29 @@ def stage_chart(result: ScenarioResult) -> str | None:
 
 
 def steps_chart(result: ScenarioResult, baseline_steps: Mapping[int, float] | None = None) -> str | None:
-    """Each request's per-step times against the baseline's steps, the checked steps' limits marked."""
-    measured = [_steps(row) for row in result.rows]
-    measured = [steps for steps in measured if steps]
+    """Each request's per-step times against the baseline's steps, the checked steps' limits marked; an A/B run's
+    base and candidate requests in their own colours (the stored baseline, which it does not judge by, left out)."""
+    rows = [(row.get("side"), _steps(row)) for row in result.rows]
+    rows = [(side, steps) for side, steps in rows if steps]
     checks = [c for c in result.checks if c.kind == "step"]
-    if not measured and not checks:
+    if not rows and not checks:
         return None
     fig, ax = _figure(6)
-    for i, steps in enumerate(measured):
+    labelled: set[str] = set()
+    for i, (side, steps) in enumerate(rows):
+        name = str(side) if side else "requests"
         xs = sorted(steps)
         ax.plot(
             xs,
             [steps[x] for x in xs],
-            color=PASS,
-            alpha=0.35 + 0.5 / (i + 1),
+            color=SIDE_COLORS.get(name, PASS),
+            alpha=0.6 if side else 0.35 + 0.5 / (i + 1),
             lw=1.2,
             marker=".",
-            label="requests" if i == 0 else None,
+            label=None if name in labelled else name,
         )
-    if baseline_steps:
+        labelled.add(name)
+    if result.ab is None and baseline_steps:
         xs = sorted(baseline_steps)
         ax.plot(xs, [baseline_steps[x] for x in xs], color=EXPECTED, lw=1.5, ls="--", label="baseline")
     elif checks:
@@ -98,7 +106,8 @@ def steps_chart(result: ScenarioResult, baseline_steps: Mapping[int, float] | No
     ax.set_ylabel("ms")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8, frameon=False)
-    ax.set_title("per-step times", fontsize=10, loc="left")
+    ax.set_title("per-step times" + (": base and candidate requests" if result.ab is not None else ""), fontsize=10,
+                 loc="left")  # fmt: skip
     return svg(fig)
 
 
@@ -114,58 +123,78 @@ def _index(check: CheckRecord) -> int:
 
 
 Row = tuple[str, float, float | None, float | None, str]  # name, estimate, low, high, verdict
+Band = tuple[float | None, float]  # per row: the lower and upper edge of its own tolerance (None: one-sided)
 
 
 def interval_chart(
     rows: Sequence[Row],
-    references: Sequence[tuple[float, str]],
+    bands: Sequence[Band],
+    band_label: str,
     title: str,
     colors: Mapping[str, str],
 ) -> str | None:
-    """A forest plot: per row (name, estimate, low, high, verdict) a point and its interval; vertical
-    reference lines (value, label)."""
-    rows = [r for r in rows if math.isfinite(r[1])]
-    if not rows:
+    """A forest plot of ratios on a log axis: per row (name, estimate, low, high, verdict) a point and its
+    interval, with that row's own band (red ticks) and a line at no change. The axis spans the estimates and
+    the bands, so one wide interval does not squeeze the rest: it is cut at the edge, with an arrow."""
+    kept = [(r, b) for r, b in zip(rows, bands, strict=True) if math.isfinite(r[1]) and r[1] > 0]
+    if not kept:
         return None
-    fig, ax = _figure(len(rows))
-    y = list(range(len(rows)))[::-1]
-    for yi, (_name, estimate, low, high, verdict) in zip(y, rows, strict=True):
+    fig, ax = _figure(len(kept))
+    y = list(range(len(kept)))[::-1]
+    # the axis spans the estimates and the bands: an interval reaching further is cut at the edge, marked by an arrow
+    span = [1.0] + [v for r, b in kept for v in (r[1], *b) if v is not None and v > 0]
+    lo, hi = min(span) / 1.3, max(span) * 1.3
+    for yi, ((_name, estimate, low, high, verdict), (lower, upper)) in zip(y, kept, strict=True):
         color = colors.get(verdict, OTHER)
-        if low is not None and high is not None:
-            ax.plot([low, high], [yi, yi], color=color, lw=2.5, alpha=0.8)
+        if low is not None and high is not None and low > 0:
+            ax.plot([max(low, lo), min(high, hi)], [yi, yi], color=color, lw=2.5, alpha=0.8)
+            for end, edge, marker in ((low, lo, "<"), (high, hi, ">")):
+                if (end < edge) if marker == "<" else (end > edge):
+                    ax.plot([edge], [yi], marker=marker, color=color, ms=6, clip_on=False)
         ax.plot([estimate], [yi], "o", color=color)
-    for value, label in references:
-        ax.axvline(
-            value,
-            color=EXPECTED if label == "no change" else FAIL,
-            ls=":" if label != "no change" else "-",
-            lw=1,
-            label=label,
-        )
-    ax.set_yticks(y, [f"{r[0]} ({r[4]})" for r in rows])
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
+        edges = [e for e in (lower, upper) if e is not None and e > 0]
+        ax.scatter(edges, [yi] * len(edges), marker="|", s=260, color=FAIL, linewidths=1.5,
+                   label=band_label if yi == y[0] else None)  # fmt: skip
+    ax.axvline(1.0, color=EXPECTED, lw=1, label="no change")
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ticks = _spaced([t for t in RATIO_TICKS if lo <= t <= hi], math.log(hi / lo) / 8)
+    ax.set_xticks(ticks, [f"{t - 1:+.0%}" if t != 1 else "0" for t in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("change (log scale)")
+    ax.set_yticks(y, [f"{r[0]} ({r[4]})" for r, _ in kept])
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside: never over a row
     ax.set_title(title, fontsize=10, loc="left")
     return svg(fig)
 
 
+def _spaced(ticks: Sequence[float], gap: float) -> list[float]:
+    """Ticks at least ``gap`` apart on the log axis, 1 (no change) always among them."""
+    kept: list[float] = [1.0] if 1.0 in ticks else []
+    for t in sorted(ticks, key=lambda t: abs(math.log(t))):
+        if all(abs(math.log(t / k)) >= gap for k in kept):
+            kept.append(t)
+    return sorted(kept)
+
+
 def ab_chart(ab: ABRecord) -> str | None:
-    """An A/B run's ratios (candidate / base) with their intervals, against 1 and the tolerance."""
-    rows: list[Row] = [(m.name, m.ratio, m.low, m.high, m.verdict) for m in ab.metrics if m.ratio is not None]
-    tolerance = max((m.tolerance for m in ab.metrics if m.ratio is not None), default=0.0)
-    refs = [(1.0, "no change")] + ([(1 + tolerance, f"+{tolerance:.0%} tolerance")] if tolerance else [])
-    return interval_chart(rows, refs, "A/B: candidate / base, with intervals", AB_COLORS)
+    """An A/B run's ratios (candidate / base) with their intervals, each against its own tolerance: e2e first, then
+    the gated metrics."""
+    shown = sorted((m for m in ab.metrics if m.ratio is not None), key=lambda m: (m.name != "e2e", not m.gated))
+    rows: list[Row] = [(label(m.name), m.ratio or 0.0, m.low, m.high, m.verdict) for m in shown]
+    bands: list[Band] = [(1 / (1 + m.tolerance), 1 + m.tolerance) for m in shown]
+    return interval_chart(rows, bands, "each metric's tolerance", "A/B: candidate / base, with intervals", AB_COLORS)
 
 
 def noise_chart(noise: NoiseRecord) -> str | None:
-    """A static run's timing checks as intervals on actual / expected, against each check's limit."""
-    rows: list[Row] = []
-    limits = []
-    for c in noise.checks:
-        if c.expected > 0:
-            rows.append((c.name, c.actual / c.expected, c.low / c.expected, c.high / c.expected, c.verdict))
-            limits.append(c.limit / c.expected)
-    refs = [(1.0, "no change")] + ([(min(limits), f"tightest limit x{min(limits):.2f}")] if limits else [])
-    return interval_chart(rows, refs, "timing checks: actual / expected, with intervals", VERDICT_COLORS)
+    """A static run's timing checks as intervals on actual / expected, each against its own limit."""
+    shown = [c for c in noise.checks if c.expected > 0]
+    rows: list[Row] = [
+        (c.name, c.actual / c.expected, c.low / c.expected, c.high / c.expected, c.verdict) for c in shown
+    ]
+    bands: list[Band] = [(None, c.limit / c.expected) for c in shown]
+    return interval_chart(rows, bands, "each check's limit", "timing checks: actual / expected, with intervals",
+                          VERDICT_COLORS)  # fmt: skip
 
 
 def trend_chart(

@@ -20,11 +20,12 @@ from typing import Any
 from ..errors import DiffperfError
 from .history import Series
 from .model import ScenarioResult
+from .nextsteps import RunContext, next_lines
 from .provenance import Provenance
 from .runcompare import Delta
 from .runcompare import table as comparison_table
 from .stepsummary import totals
-from .tables import change, num, pct, reason, summary_table
+from .tables import change, e2e_change, e2e_of, num, pct, reason, summary_table
 
 REPORT_EXTRA = "report"  # the extra that installs matplotlib
 
@@ -39,6 +40,7 @@ th{background:#f6f7f7}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;border-radius:10px;padding:1px 9px;margin-right:5px;font-weight:600;color:#fff}
 .pass{background:#2e7d32}.fail{background:#c62828}.error{background:#6a1b9a}.inconclusive{background:#ef6c00}
 .unguarded{background:#f9a825}.unjudged,.skipped{background:#78909c}
+.next{margin:.3em 0}.next ul{margin:.2em 0}
 tr.o-fail td:first-child,tr.o-error td:first-child{border-left:4px solid #c62828}
 section.scenario{border:1px solid #dcdcde;border-radius:6px;margin:1em 0;padding:.6em 1em}
 section.scenario summary{cursor:pointer;font-weight:600}
@@ -73,10 +75,12 @@ def render(
     baseline_steps: Mapping[str, Mapping[int, float]] | None = None,
     image_dirs: Sequence[Path] = (),
     notes: Sequence[str] = (),
+    run: RunContext | None = None,
 ) -> str:
-    """The report's HTML text."""
+    """The report's HTML text (``run``: what the ``next:`` lines name; default: the header's files)."""
     from . import charts
 
+    run = run if run is not None else RunContext.of(header)
     prov = (
         provenance
         if isinstance(provenance, Provenance)
@@ -114,7 +118,12 @@ def render(
     for result in results:
         body.append(
             _scenario(
-                result, charts, trends.get(result.scenario), (baseline_steps or {}).get(result.scenario), image_dirs
+                result,
+                charts,
+                trends.get(result.scenario),
+                (baseline_steps or {}).get(result.scenario),
+                image_dirs,
+                run,
             )
         )
     body += ["<h2>Provenance</h2>", _table([["field", "value"], *([k, v] for k, v in prov.pairs())])]
@@ -129,19 +138,28 @@ def render(
 
 
 def _scenario(
-    r: ScenarioResult, charts: Any, trend: Series | None, steps: Mapping[int, float] | None, image_dirs: Sequence[Path]
+    r: ScenarioResult,
+    charts: Any,
+    trend: Series | None,
+    steps: Mapping[int, float] | None,
+    image_dirs: Sequence[Path],
+    run: RunContext,
 ) -> str:
     passed = "passed" if r.outcome in NOT_FAILED else "notpassed"
     open_ = "" if r.outcome in NOT_FAILED else " open"
-    e2e = r.check("e2e")
-    actual = e2e.actual if e2e is not None else r.measured.get("e2e_ms")
+    actual, _ = e2e_of(r)
+    delta = e2e_change(r)
     head = f"{_e(r.scenario)}: <span class='badge {_e(r.outcome)}'>{_e(r.outcome)}</span>"  # no emoji: fonts lack them
     if actual is not None:
-        head += f" e2e {num(actual)} ms" + (f" ({pct(change(actual, e2e.expected))})" if e2e is not None else "")
+        head += f" e2e {num(actual)} ms" + (f" ({pct(delta)})" if delta is not None else "")
     parts = [f"<section class='scenario {passed}' id='{_id(r.scenario)}'><details{open_}><summary>{head}</summary>"]
     why = reason(r)
     if why:
         parts.append(f"<p class='reason'>{_e(why)}</p>")
+    steps_next = next_lines(r, run)
+    if steps_next:
+        items = "".join(f"<li>{_e(what)}: <code>{_e(how)}</code></li>" for what, how in steps_next)
+        parts.append(f"<div class='next'>next:<ul>{items}</ul></div>")
     if r.message and r.outcome not in NOT_FAILED:
         parts.append(f"<details><summary>message</summary><pre>{_e(r.message)}</pre></details>")
     if r.checks:
@@ -154,7 +172,7 @@ def _scenario(
                 pct(change(c.actual, c.expected)),
                 num(c.limit),
                 pct(change(c.limit, c.expected)),
-                c.verdict,
+                r.check_verdict(c),
             ]
             for c in r.checks
         ]

@@ -8,6 +8,7 @@ An A/B run (``--diffperf-base``) adds its ratios, intervals, verdicts and stage 
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -136,6 +137,16 @@ class ABRecord(BaseModel):
     def metric(self, name: str) -> ABMetricRecord | None:
         return next((m for m in self.metrics if m.name == name), None)
 
+    def deciding(self) -> ABMetricRecord | None:
+        """The gated metric whose verdict is the scenario's: e2e when it is one, else the one that moved the most
+        (e2e, whatever its verdict, when no gated metric shares the scenario's)."""
+        same = [m for m in self.metrics if m.gated and m.verdict == self.verdict and m.ratio is not None]
+        if not same:
+            return self.metric("e2e")
+        return (
+            self.metric("e2e") if self.metric("e2e") in same else max(same, key=lambda m: abs(math.log(m.ratio or 1)))
+        )
+
 
 class NoisyCheckRecord(BaseModel):
     """One timing check judged with the run's noise: the interval on its true value against the limit."""
@@ -217,3 +228,9 @@ class ScenarioResult(BaseModel):
 
     def check(self, name: str) -> CheckRecord | None:
         return next((c for c in self.checks if c.name == name), None)
+
+    def check_verdict(self, check: CheckRecord) -> CheckVerdict | StaticVerdict:
+        """A check's verdict as the scenario's was judged: the interval's for a timing check the run judged with
+        its noise (it replaces the limit engine's), else the engine's."""
+        noisy = next((c for c in self.noise.checks if c.name == check.name), None) if self.noise else None
+        return noisy.verdict if noisy is not None else check.verdict

@@ -13,8 +13,21 @@ from typing import Any
 
 from ..protocol import DENOISING_STAGE
 from .model import OUTCOMES, CheckRecord, ScenarioResult
+from .nextsteps import RunContext, ground_truth_next, inconclusive_next, not_passed
 from .provenance import Provenance
-from .tables import MEMORY_KINDS, change, e2e_of, failing_checks, limiting_text, noise_text, num, pct, reason
+from .tables import (
+    MEMORY_KINDS,
+    change,
+    e2e_change,
+    e2e_of,
+    failing_checks,
+    label,
+    limiting_text,
+    noise_text,
+    num,
+    pct,
+    reason,
+)
 
 ICONS = {
     "pass": "✅",
@@ -59,8 +72,11 @@ def markdown(
     header: Mapping[str, Any],
     provenance: Provenance | Mapping[str, Any] | None = None,
     notes: Sequence[str] = (),
+    *,
+    run: RunContext | None = None,
 ) -> str:
-    """The whole step summary."""
+    """The whole step summary (``run``: what the ``next:`` lines name; default: the header's files)."""
+    run = run if run is not None else RunContext.of(header)
     outcomes: Counter[str] = Counter(r.outcome for r in results)
     worst = next((o for o in ("error", "fail", "inconclusive") if outcomes[o]), "pass")
     title = f"### {ICONS.get(worst, '')} diffperf: profile `{header.get('profile')}` on `{header.get('hardware')}`"
@@ -68,17 +84,14 @@ def markdown(
     lines = [title, "", f"**{totals(results)}**" + (f" · {prov.line()}" if prov else ""), ""]
     lines += [f"> {note}" for note in notes] + ([""] if notes else [])
     lines += _regressions(results)
-    others = [r for r in results if r.outcome not in ("pass", "skipped") and not failing_checks(r)]
-    if others:
-        lines += ["#### Not passed", "", "| scenario | outcome | reason |", "|---|---|---|"]
-        lines += [f"| {_cell(r.scenario)} | {r.outcome} | {_cell(reason(r))} |" for r in others] + [""]
+    lines += _not_passed(results, run)
     lines += ["#### Scenarios", "", "| | scenario | outcome | e2e ms | expected | Δ | limiting check |"]
     lines.append("|---|---|---|---:|---:|---:|---|")
     for r in results:
         actual, expected = e2e_of(r)
         lines.append(
             f"| {ICONS.get(r.outcome, '•')} | {_cell(r.scenario)} | {r.outcome} | {num(actual)} | {num(expected)} | "
-            f"{pct(change(actual, expected)) if expected else '-'} | {_cell(limiting_text(r))} |"
+            f"{pct(e2e_change(r))} | {_cell(limiting_text(r))} |"
         )
     lines.append("")
     for r in results:
@@ -87,6 +100,27 @@ def markdown(
         lines += ["<details><summary>Provenance</summary>", "", "| field | value |", "|---|---|"]
         lines += [f"| {name} | {_cell(value)} |" for name, value in prov.pairs()] + ["", "</details>", ""]
     return "\n".join(lines) + "\n"
+
+
+def _not_passed(results: Sequence[ScenarioResult], run: RunContext) -> list[str]:
+    """Every scenario that did not pass with its whole reason (an output mismatch with its ``next:``), then
+    ``next:`` for the inconclusive ones."""
+    shown = not_passed(results)
+    if not shown:
+        return []
+    lines = ["#### Not passed", "", "| scenario | outcome | reason |", "|---|---|---|"]
+    for r in shown:
+        why = reason(r)
+        if r.consistency_status == "failed":
+            why += f"; next, if the output change is intended: `{ground_truth_next(r.scenario, run)}`"
+        lines.append(f"| {_cell(r.scenario)} | {r.outcome} | {_cell(why)} |")
+    lines.append("")
+    unsure = [r.scenario for r in shown if r.verdict == "inconclusive"]
+    steps = inconclusive_next(unsure, run)
+    if steps:
+        lines += [f"**next**, for the inconclusive scenario(s) ({', '.join(unsure)}):", ""]
+        lines += [f"- {what}: `{how}`" for what, how in steps] + [""]
+    return lines
 
 
 def _regressions(results: Sequence[ScenarioResult]) -> list[str]:
@@ -99,9 +133,9 @@ def _regressions(results: Sequence[ScenarioResult]) -> list[str]:
     for r, m in regressed:  # A/B: the candidate against the base, the ratio's interval against the tolerance
         interval = f" [{pct(m.low - 1)}, {pct(m.high - 1)}]" if m.low is not None and m.high is not None else ""
         lines.append(
-            f"| {_cell(r.scenario)} | A/B {_cell(m.name)} | {num(m.candidate_ms)} ms | {num(m.base_ms)} (base) | "
+            f"| {_cell(r.scenario)} | A/B {_cell(label(m.name))} | {num(m.candidate_ms)} ms | {num(m.base_ms)} (base) | "
             f"{pct(m.ratio - 1) if m.ratio is not None else '-'}{interval} | - | ±{m.tolerance:.1%} | "
-            f"{_cell(m.name.removeprefix('stage[').removesuffix(']')) if m.name.startswith('stage[') else '-'} |"
+            f"{_cell(label(m.name)) if m.name.startswith('stage[') else '-'} |"
         )
     for r, c in rows:
         unit = "MiB" if c.kind in MEMORY_KINDS else "ms"
@@ -114,8 +148,9 @@ def _regressions(results: Sequence[ScenarioResult]) -> list[str]:
 
 
 def _details(r: ScenarioResult) -> list[str]:
-    actual, expected = e2e_of(r)
-    e2e = f", e2e {num(actual)} ms" + (f" ({pct(change(actual, expected))})" if expected else "") if actual else ""
+    actual, _ = e2e_of(r)
+    delta = e2e_change(r)
+    e2e = f", e2e {num(actual)} ms" + (f" ({pct(delta)})" if delta is not None else "") if actual else ""
     lines = [
         f"<details><summary>{ICONS.get(r.outcome, '•')} <b>{_html(r.scenario)}</b>: {r.outcome}{e2e}</summary>",
         "",
@@ -127,7 +162,7 @@ def _details(r: ScenarioResult) -> list[str]:
         lines += ["| check | actual | expected | Δ | limit | verdict |", "|---|---:|---:|---:|---:|---|"]
         lines += [
             f"| {_cell(c.name)} | {num(c.actual)} | {c.expected:.2f} | {pct(change(c.actual, c.expected))} | "
-            f"{c.limit:.2f} | {c.verdict}{_cell(noise_text(r, c.name))} |"
+            f"{c.limit:.2f} | {r.check_verdict(c)}{_cell(noise_text(r, c.name))} |"
             for c in r.checks
         ]
         lines.append("")

@@ -5,13 +5,16 @@ results file, JUnit and ``diffperf merge``. Changes are ``actual / expected - 1`
 ``allowed`` change is ``limit / expected - 1``. A scenario's *limiting check* is the one that uses
 the most of its tolerance band, ``(actual - expected) / (limit - expected)``: a failing check first,
 else the time check closest to its limit; a memory check only when it fails or has grown past expected
-and is closer to its limit than every time check.
+and is closer to its limit than every time check. A check's verdict is the one it was judged by (the run's
+noise interval, where it judged one, replaces the limit formula's), so an inconclusive scenario's limiting
+check is an inconclusive one; an A/B run's cell is the metric that decided its verdict.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .._util.text import format_table
 from ..perf.limits import CheckResult
@@ -95,17 +98,32 @@ def band_share(c: CheckRecord) -> float:
 
 
 def limiting(result: ScenarioResult) -> CheckRecord | None:
-    """The check that limits the scenario: a failing or missing one first (time before memory on a tie), else
-    the time check closest to its limit, unless a memory check has grown past expected and is closer still."""
-    judged = [c for c in result.checks if c.verdict != "unguarded" and (c.actual is not None or c.verdict == "missing")]
-    failing = [c for c in judged if c.verdict in ("fail", "missing")]
+    """The check that limits the scenario, by its verdict as judged (:meth:`.ScenarioResult.check_verdict`): a
+    failing or missing one first (time before memory on a tie); in an inconclusive scenario the inconclusive check
+    whose interval reaches furthest past its limit; else the time check closest to its limit, unless a memory check
+    has grown past expected and is closer still."""
+    judged = [
+        c
+        for c in result.checks
+        if result.check_verdict(c) != "unguarded" and (c.actual is not None or c.verdict == "missing")
+    ]
+    failing = [c for c in judged if result.check_verdict(c) in ("fail", "missing")]
     if failing:
         return max(failing, key=lambda c: (band_share(c), c.kind not in MEMORY_KINDS))
+    unsure = [c for c in judged if result.check_verdict(c) == "inconclusive"]
+    if unsure and result.verdict == "inconclusive":
+        return max(unsure, key=lambda c: _reach(result, c))
     timing = max((c for c in judged if c.kind not in MEMORY_KINDS), key=band_share, default=None)
     memory = max((c for c in judged if c.kind in MEMORY_KINDS), key=band_share, default=None)
     if memory is not None and band_share(memory) > 0 and (timing is None or band_share(memory) > band_share(timing)):
         return memory
     return timing or memory
+
+
+def _reach(result: ScenarioResult, c: CheckRecord) -> float:
+    """How far past its limit a check's interval reaches, in tolerance bands (its upper end's band share)."""
+    noisy = next((n for n in result.noise.checks if n.name == c.name), None) if result.noise else None
+    return band_share(c.model_copy(update={"actual": noisy.high})) if noisy is not None else band_share(c)
 
 
 def check_text(c: CheckRecord) -> str:
@@ -116,27 +134,52 @@ def check_text(c: CheckRecord) -> str:
 
 
 def failing_checks(result: ScenarioResult) -> list[CheckRecord]:
-    return [c for c in result.checks if c.verdict in ("fail", "missing")]
+    """The checks that failed or are missing, by their verdict as judged (a timing check the run's noise passed
+    is not one)."""
+    return [c for c in result.checks if result.check_verdict(c) in ("fail", "missing")]
 
 
 def reason(result: ScenarioResult) -> str:
-    """Why a scenario did not pass, on one line ('' for a pass)."""
+    """Why a scenario did not pass, on one line, whole ('' for a pass): the failing checks' changes over their
+    allowances, the error's or the verdict's first line, and the output mismatch (first when the performance
+    verdict did not fail it)."""
     outcome = result.outcome
     if outcome == "pass":
         return ""
     parts = []
     bad = failing_checks(result) if result.verdict == "fail" else []
+    output = "output: " + output_reason(result.consistency or {}) if result.consistency_status == "failed" else ""
+    if output and not bad:
+        parts.append(output)  # the output failed it: that first
     if bad:
         listed = ", ".join(_over(c) for c in bad[:3])
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         parts.append(f"{len(bad)} check(s) over: {listed}{more}")
     elif result.verdict != "pass" or outcome != "fail":
         parts.append(_first_line(result.message) or result.verdict)
-    if result.consistency_status == "failed":
-        parts.append(
-            "output: " + _first_line(str((result.consistency or {}).get("message", ""))).removeprefix("CONSISTENCY: ")
-        )
-    return _cut("; ".join(p for p in parts if p))
+    if output and bad:
+        parts.append(output)
+    return "; ".join(p for p in parts if p)
+
+
+def output_reason(consistency: Mapping[str, Any]) -> str:
+    """An output mismatch: each failed metric's value against its threshold, and the frame
+    (``ssim 0.4100 (needs >= 0.95) on frame mid (index 3)``); else the message's first line."""
+    thresholds = consistency.get("thresholds") or {}
+    found = []
+    for frame in consistency.get("frames") or []:
+        where = f"frame {frame['label']} (index {frame['index']})" if frame.get("label") else "the image"
+        for name in frame.get("failed") or []:
+            sign = "<=" if name == "mad" else ">="
+            bound = thresholds.get(name)
+            value = frame.get(name)
+            shown = f"{value:.4f}" if isinstance(value, (int, float)) else str(value)
+            found.append(
+                f"{name} {shown} (needs {sign} {bound:g}) on {where}" if bound is not None else f"{name} on {where}"
+            )
+    if found:
+        return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return _first_line(str(consistency.get("message", ""))).removeprefix("CONSISTENCY: ")
 
 
 def _over(c: CheckRecord) -> str:
@@ -151,18 +194,30 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-def _cut(text: str, width: int = REASON_WIDTH) -> str:
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+def brief(text: str, width: int = REASON_WIDTH) -> str:
+    """``text`` cut at a word before ``width``, ending ``… (below)`` when cut (the whole text follows the table)."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - len(" … (below)")].rsplit(" ", 1)[0].rstrip(",;:")
+    return f"{cut} … (below)"
 
 
 def ab_text(result: ScenarioResult) -> str:
-    """An A/B run's e2e on one line: ``A/B e2e +12.0% [+8.0%, +16.0%] regressed`` ('' without one)."""
+    """An A/B run's deciding metric (:meth:`.ABRecord.deciding`) on one line, with its own estimate, interval and
+    verdict: ``A/B DenoisingStage +190.2% [+140.0%, +250.0%] regressed`` ('' without an A/B run)."""
     ab = result.ab
-    e2e = ab.metric("e2e") if ab is not None else None
-    if ab is None or e2e is None or e2e.ratio is None:
-        return f"A/B {ab.verdict}" if ab is not None else ""
-    interval = f" [{pct(e2e.low - 1)}, {pct(e2e.high - 1)}]" if e2e.low is not None and e2e.high is not None else ""
-    return f"A/B e2e {pct(e2e.ratio - 1)}{interval} {ab.verdict}"
+    if ab is None:
+        return ""
+    m = ab.deciding()
+    if m is None or m.ratio is None:
+        return f"A/B {ab.verdict}"
+    interval = f" [{pct(m.low - 1)}, {pct(m.high - 1)}]" if m.low is not None and m.high is not None else ""
+    return f"A/B {label(m.name)} {pct(m.ratio - 1)}{interval} {m.verdict}"
+
+
+def label(name: str) -> str:
+    """A metric's name to show: a stage's own name (``DenoisingStage``), else the metric's."""
+    return name.removeprefix("stage[").removesuffix("]")
 
 
 def noise_text(result: ScenarioResult, name: str) -> str:
@@ -175,7 +230,8 @@ def noise_text(result: ScenarioResult, name: str) -> str:
 
 
 def e2e_of(result: ScenarioResult) -> tuple[float | None, float | None]:
-    """The judged e2e and its expected value (None when unknown); for an A/B run, the candidate's and the base's."""
+    """The judged e2e and its expected value (None when unknown); for an A/B run, the candidate's and the base's
+    medians."""
     if result.ab is not None and (m := result.ab.metric("e2e")) is not None and m.candidate_ms is not None:
         return m.candidate_ms, m.base_ms
     e2e = result.check("e2e")
@@ -183,10 +239,20 @@ def e2e_of(result: ScenarioResult) -> tuple[float | None, float | None]:
     return actual, (e2e.expected if e2e is not None else None)
 
 
-def limiting_text(result: ScenarioResult) -> str:
-    """The summary's limiting-check cell: an A/B run's e2e interval, else the limiting check (with its interval
-    when the run judged it with its noise)."""
+def e2e_change(result: ScenarioResult) -> float | None:
+    """e2e's change as its verdict estimated it: an A/B run's ratio (paired, per process pair: not the ratio of
+    the two sides' pooled medians), else the judged e2e against its expected value."""
     if result.ab is not None:
+        m = result.ab.metric("e2e")
+        return m.ratio - 1 if m is not None and m.ratio is not None else None
+    actual, expected = e2e_of(result)
+    return change(actual, expected) if expected else None
+
+
+def limiting_text(result: ScenarioResult) -> str:
+    """The summary's limiting-check cell: an A/B run's deciding metric (a failing memory check when memory failed
+    it), else the limiting check (with its interval when the run judged it with its noise)."""
+    if result.ab is not None and not (result.verdict == "fail" and result.ab.verdict != "regressed"):
         return ab_text(result)
     check = limiting(result)
     return check_text(check) + noise_text(result, check.name) if check is not None else "-"
@@ -199,15 +265,20 @@ def summary_row(result: ScenarioResult) -> list[str]:
         result.outcome,
         num(actual),
         num(expected),
-        pct(change(actual, expected)) if expected else "-",
+        pct(e2e_change(result)),
         limiting_text(result),
         reason(result),
     ]
 
 
-def summary_table(results: Iterable[ScenarioResult]) -> list[list[str]]:
-    """A header row, then one row per scenario (in the order given)."""
-    return [list(SUMMARY_HEADER), *(summary_row(r) for r in results)]
+def summary_table(results: Iterable[ScenarioResult], reason_width: int | None = None) -> list[list[str]]:
+    """A header row, then one row per scenario (in the order given); each reason whole, or :func:`brief` at
+    ``reason_width`` (a terminal's table, the whole reasons under it)."""
+    rows = [summary_row(r) for r in results]
+    if reason_width is not None:
+        for row in rows:
+            row[-1] = brief(row[-1], reason_width)
+    return [list(SUMMARY_HEADER), *rows]
 
 
 def ordered(results: Iterable[ScenarioResult], order: Sequence[str] = ()) -> list[ScenarioResult]:

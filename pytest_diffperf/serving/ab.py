@@ -149,6 +149,7 @@ class ABServers:
     ) -> ServerProcess:
         pool = self.pools[side]
         pool.release()
+        pool.label = f"{side} server of process pair {index + 1}"
         server = pool.get(self.sides[side].server_spec(self.spec))
         info = {"side": side, "process_pair": index, "ready_s": server.ready_s, **server.info()}
         infos.append(info)

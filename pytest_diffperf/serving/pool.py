@@ -61,6 +61,7 @@ class ServerPool:
     launcher: Launcher | None = None  # None: each spec's registered launcher (A/B: one side's)
     watch: tuple[int, ...] = ()  # processes besides this one whose death kills the servers (xdist's controller)
     progress_every: float = PROGRESS_EVERY_S  # seconds between progress lines while a server loads or a request runs
+    label: str | None = None  # how progress lines name the next server (None: "server N"; A/B: its side and pair)
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
@@ -107,12 +108,13 @@ class ServerPool:
         plan = self.plan(spec, number)
         plan.perf_dir.mkdir(parents=True, exist_ok=True)
         server = ServerProcess(plan.command, plan.env, plan.perf_dir / "server.log", plan.ports.http, watch=self.watch)
-        server.label, server.progress, server.progress_every = f"server {number}", self.progress, self.progress_every
+        name = self.label or f"server {number}"
+        server.label, server.progress, server.progress_every = name, self.progress, self.progress_every
         launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path), command=" ".join(plan.command))
         self.launches.append(launch)
         started = time.monotonic()
         self.progress(
-            f"diffperf: starting server {number} ({spec.model}): {short_command(server.command)}; log: {server.log_path}"
+            f"diffperf: starting {name} ({spec.model}): {short_command(server.command)}; log: {server.log_path}"
         )
         try:
             server.start()
@@ -128,7 +130,7 @@ class ServerPool:
             raise
         launch.ready, launch.load_ms = True, server.load_ms
         load = f" (load {server.load_ms / 1000:.1f} s)" if server.load_ms is not None else ""
-        self.progress(f"diffperf: server {number} ready after {time.monotonic() - started:.1f} s{load}")
+        self.progress(f"diffperf: {name} ready after {time.monotonic() - started:.1f} s{load}")
         return server
 
     def release(self) -> None:

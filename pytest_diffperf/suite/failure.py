@@ -23,8 +23,9 @@ import pytest
 from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ..consistency.result import PREFIX as CONSISTENCY_PREFIX
-from ..results.model import ScenarioResult
-from ..results.tables import MEMORY_KINDS, change, failing_checks, pct
+from ..results.model import CheckRecord, ScenarioResult
+from ..results.nextsteps import RunContext, ground_truth_next, inconclusive_next
+from ..results.tables import MEMORY_KINDS, change, failing_checks, output_reason, pct
 from ..results.verdict import PERF_PREFIX
 from ..serving.process import TAIL_LINES, ServerFailure, ServerLog
 from .items import ScenarioItem, plain_longrepr
@@ -45,6 +46,7 @@ REPEATED = (
     "--diffperf-startup-timeout",
     "--diffperf-request-timeout",
 )
+GROUND_TRUTH = ("--diffperf-gt-dir", "--diffperf-clip-model", "--diffperf-clip-pretrained")  # and a GT command these
 
 
 def scenario_longrepr(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionInfo | None:
@@ -91,19 +93,39 @@ def reported_result(item: pytest.Item) -> ScenarioResult | None:
 
 
 def headline(body: str, result: ScenarioResult | None) -> str:
-    """The failure on one line: each kind's first line, the failing checks with their changes."""
+    """The failure on one line, each kind's verdict first (an 80-column short test summary keeps
+    ``regressed: e2e +61 %``): an A/B run's headline, the failing checks with their changes (as many as it
+    counts), the output's failed metrics and frames, else each kind's first line."""
     parts = []
     for line in (line.strip() for line in body.splitlines()):
-        if line.startswith(PERF_PREFIX) and result is not None and failing_checks(result):
-            bad = failing_checks(result)
-            named = ", ".join(_check(c.name, c.actual, c.expected, c.limit, c.kind) for c in bad[:HEADLINE_CHECKS])
-            more = f", and {len(bad) - HEADLINE_CHECKS} more" if len(bad) > HEADLINE_CHECKS else ""
-            parts.append(f"{line}: {named}{more}")
-        elif line.startswith((PERF_PREFIX, CONSISTENCY_PREFIX)):
-            parts.append(line)
+        if line.startswith(PERF_PREFIX):
+            parts.append(_performance(line, result))
+        elif line.startswith(CONSISTENCY_PREFIX):
+            consistency = result.consistency if result is not None else None
+            parts.append(
+                f"output differs from its ground truth: {output_reason(consistency)}"
+                if consistency and consistency.get("frames")
+                else line.removeprefix(CONSISTENCY_PREFIX).strip()
+            )
     if not parts:
         parts = [next((line.strip() for line in body.splitlines() if line.strip()), "failed")]
     return "; ".join(parts)
+
+
+def _performance(line: str, result: ScenarioResult | None) -> str:
+    bad = failing_checks(result) if result is not None else []
+    if result is not None and result.ab is not None and result.ab.verdict != "unchanged":
+        ab = f"{result.ab.headline} (A/B against the base: {result.ab.base})"
+        return ab if not bad else f"{ab}; {_checks(bad)}"
+    if bad:
+        return _checks(bad)
+    return line.removeprefix(PERF_PREFIX).strip()
+
+
+def _checks(bad: list[CheckRecord]) -> str:
+    named = ", ".join(_check(c.name, c.actual, c.expected, c.limit, c.kind) for c in bad[:HEADLINE_CHECKS])
+    more = f", and {len(bad) - HEADLINE_CHECKS} more" if len(bad) > HEADLINE_CHECKS else ""
+    return f"{len(bad)} check(s) failed: {named}{more}"
 
 
 def _check(name: str, actual: float | None, expected: float, limit: float, kind: str) -> str:
@@ -121,6 +143,18 @@ def next_steps(item: ScenarioItem, result: ScenarioResult | None, body: str) -> 
     sid = item.name
     regen = shlex.join(["pytest", "--regen-baselines", *_repeated(item.config), *_select(item, sid)])
     steps: list[tuple[str, str]] = []
+    settings = session.settings
+    run = RunContext(
+        str(settings.diffperf_json) if settings.diffperf_json else None,
+        [_shown(p, item.config) for p in session.baselines.files],
+        str(settings.diffperf_gt_dir) if settings.diffperf_gt_dir else None,
+        session.ab is not None,
+    )
+    if result is not None and result.consistency_status == "failed":
+        command = ground_truth_next(sid, run, _repeated(item.config, GROUND_TRUTH), _select(item, sid))
+        steps.append(("if the output change is intended", command))
+    if result is not None and result.verdict == "inconclusive":
+        steps += inconclusive_next([sid], run)
     if result is not None and failing_checks(result):
         baseline = _shown(session.baselines.source.get(sid, session.baselines.primary), item.config)
         show = ["diffperf", "show", baseline, sid]
@@ -146,13 +180,13 @@ def _select(item: ScenarioItem, sid: str) -> list[str]:
     return ["-k", sid]
 
 
-def _repeated(config: pytest.Config) -> list[str]:
-    """The options of this run's command line that choose its files, server and devices."""
+def _repeated(config: pytest.Config, more: tuple[str, ...] = ()) -> list[str]:
+    """The options of this run's command line that choose its files, server and devices (and ``more``), as typed."""
     args = [str(a) for a in config.invocation_params.args]
     out: list[str] = []
     for i, arg in enumerate(args):
         name = arg.split("=", 1)[0]
-        if name in REPEATED:
+        if name in REPEATED or name in more:
             out.append(arg)
             if "=" not in arg and i + 1 < len(args):
                 out.append(args[i + 1])

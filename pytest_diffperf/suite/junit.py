@@ -4,7 +4,9 @@ attachment file, valid against the schema of pytest's ``junit_family``.
 Each scenario's full result goes to ``<xml stem>-diffperf/<scenario>.json`` next to the XML, named
 in the test case's ``system-out`` as ``[[ATTACHMENT|<absolute path>]]`` (the convention Jenkins'
 and GitLab's JUnit readers take attachments from). The numbers: the outcome, the judged e2e, its
-expected value and change, the load time. xunit2 (pytest's default family) allows properties only
+expected value and change (an A/B run's: the verdict's paired estimate), the load time. An inconclusive
+scenario that did not fail the run is a ``<skipped type="diffperf.inconclusive">`` test case with its
+verdict as the message, so a dashboard does not show it as a pass. xunit2 (pytest's default family) allows properties only
 on the test suite, so there they are named per scenario (``diffperf_e2e_ms[flux_tiny_t2i]``); with
 ``junit_family=xunit1`` they are the test case's own (``diffperf_e2e_ms``). The provenance is on
 the test suite in both (``diffperf_commit``, ``diffperf_device``, ...).
@@ -27,7 +29,7 @@ import pytest
 
 from .._util.atomicfile import write_atomic
 from ..results.model import ScenarioResult
-from ..results.tables import change
+from ..results.tables import e2e_change, reason
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY, ResultsCollector
 from .stash import get_session
 
@@ -44,7 +46,7 @@ def junit_numbers(result: ScenarioResult) -> list[tuple[str, str]]:
         ("verdict", result.verdict),
         ("e2e_ms", actual),
         ("expected_e2e_ms", e2e.expected if e2e is not None else None),
-        ("e2e_change", round(c, 4) if (c := change(actual, e2e.expected if e2e else 0.0)) is not None else None),
+        ("e2e_change", round(c, 4) if (c := e2e_change(result)) is not None else None),
         ("load_ms", result.measured.get("load_ms")),
         ("consistency", result.consistency_status),
     ]
@@ -76,7 +78,20 @@ class JUnitResults:
         props = dict(report.user_properties)
         if report.when == "teardown" and SCENARIO_PROPERTY in props:
             report.user_properties = self._properties(report, props)  # a new list: the other reports keep theirs
-        return (yield)
+        outcome = yield
+        if report.when == "call" and report.passed and props.get("diffperf_outcome") == "inconclusive":
+            self._skipped(report, props)
+        return outcome
+
+    def _skipped(self, report: pytest.TestReport, props: dict[str, object]) -> None:
+        """An inconclusive scenario that did not fail the run is a skipped test case, the verdict its message (a
+        dashboard does not show it green); counted as skipped, not passed."""
+        result = ScenarioResult.model_validate_json(str(props[RESULT_PROPERTY])) if RESULT_PROPERTY in props else None
+        message = reason(result) if result is not None else "inconclusive"
+        node = ET.Element("skipped", type="diffperf.inconclusive", message=message)
+        node.text = result.message if result is not None else message
+        self.xml.node_reporter(report).append(node)
+        self.xml.stats["passed"] -= 1  # pytest's writer counted the passed report
 
     def _properties(self, report: pytest.TestReport, props: dict[str, object]) -> list[tuple[str, object]]:
         collector = self._collector()

@@ -21,9 +21,10 @@ from .._util.text import format_table
 from ..errors import DiffperfError
 from ..results import history
 from ..results.model import RESULTS_VERSION, ScenarioResult, fails_run
+from ..results.nextsteps import RunContext, details, wrapped
 from ..results.provenance import Provenance, collect, machine_note
 from ..results.stepsummary import markdown, totals
-from ..results.tables import ordered, summary_table
+from ..results.tables import REASON_WIDTH, ordered, summary_table
 from .logdir import describe
 from .options import detached_paths_note
 from .regen import get_regen
@@ -126,7 +127,10 @@ class ResultsCollector:
         results = self.ordered(session)
         terminalreporter.section("diffperf summary")
         if get_regen(terminalreporter.config) is None:  # a regeneration run's own summary says what it measured
-            for line in format_table(summary_table(results), right_from=None):
+            for line in format_table(summary_table(results, REASON_WIDTH), right_from=None):
+                terminalreporter.write_line(line)
+            width = max(int(terminalreporter._tw.fullwidth), 80)
+            for line in wrapped(details(results, self.run_context(session)), width):
                 terminalreporter.write_line(line)
         terminalreporter.write_line(totals(results))
         if session is not None and session.settings.diffperf_compare_to is not None:
@@ -154,7 +158,8 @@ class ResultsCollector:
                 from ..consistency.artifacts import write_summary  # numpy and PIL: loaded only by runs that compared
 
                 write_summary(compared, self.artifacts_dir)
-            append_step_summary(markdown(results, self.header, document.get("provenance")))
+            run = self.run_context(diffperf_session)
+            append_step_summary(markdown(results, self.header, document.get("provenance"), run=run))
             if diffperf_session is not None:
                 self._history_and_html(diffperf_session, session.config, document, results)
         except OSError as exc:
@@ -174,6 +179,13 @@ class ResultsCollector:
             self.written.append(f"diffperf history: {history.save(session.settings.diffperf_history, document)}")
         if session.settings.diffperf_html is not None:
             self.written.append(f"diffperf report: {write_html(session, config, document, results)}")
+
+    def run_context(self, session: DiffperfSession | None) -> RunContext:
+        """What the ``next:`` lines name: this run's results file, baseline files and ground-truth folder."""
+        settings = session.settings if session is not None else None
+        results_file = str(self.json_path) if self.json_path else None
+        gt_dir = str(settings.diffperf_gt_dir) if settings is not None and settings.diffperf_gt_dir else None
+        return RunContext.of(self.header, results_file, gt_dir)
 
     def ordered(self, session: DiffperfSession | None) -> list[ScenarioResult]:
         """The results in the baseline file's order (xdist delivers them in completion order)."""

@@ -22,6 +22,7 @@ from ..results import history, runcompare
 from ..results.html import render, require_matplotlib
 from ..results.merge import read_results, scenarios_with_rows
 from ..results.model import ScenarioResult
+from ..results.nextsteps import RunContext
 from ..sglang.source import is_sglang_source
 from .logdir import WorkerLogDir, distributed
 from .options import LAST
@@ -96,6 +97,8 @@ def write_html(
         comparison=deltas,
         compared_to=compared[0] if compared else "",
         baseline_steps=steps,
-    )
+        run=RunContext.of(document, str(s.diffperf_json) if s.diffperf_json else None,
+                          str(s.diffperf_gt_dir) if s.diffperf_gt_dir else None),
+    )  # fmt: skip
     write_atomic(s.diffperf_html, text)
     return s.diffperf_html

@@ -155,19 +155,27 @@ class ABResult:
     stop: StopReason | None = None
 
     def text(self) -> str:
-        """The headline: verdict, e2e (with the named stages when it changed) and any other decisive gated metric."""
+        """The headline: the verdict, then the metrics that decided it. e2e leads when its own verdict is the
+        scenario's (with the named stages when it changed); else the decisive gated metrics lead and e2e follows
+        with its own verdict, so that ``regressed: e2e ...`` never labels an inconclusive e2e."""
         head = f"{self.verdict}: "
-        parts: list[str] = []
-        if self.attribution is not None and self.verdict in ("regressed", "improved"):
-            parts.append(self.attribution.text())
-        elif E2E in self.metrics:
-            e2e = self.metrics[E2E]
-            parts.append(f"e2e {percent(e2e.ratio)} {span(e2e.low, e2e.high)}")
-        parts += [
+        decisive = [
             f"{m.label} {percent(m.ratio)} {span(m.low, m.high)} {m.verdict}"
             for m in self.metrics.values()
-            if m.gated and m.name != E2E and m.verdict in ("regressed", "improved")
+            if m.gated
+            and m.name != E2E
+            and (m.verdict in ("regressed", "improved") or m.verdict == self.verdict)
+            and m.verdict != "unchanged"
         ]
+        e2e = self.metrics.get(E2E)
+        own = "" if e2e is None or e2e.verdict == self.verdict else e2e.verdict
+        e2e_part = ""
+        if self.attribution is not None and self.verdict in ("regressed", "improved"):
+            e2e_part = self.attribution.text(own)
+        elif e2e is not None:
+            e2e_part = f"e2e {percent(e2e.ratio)} {span(e2e.low, e2e.high)}" + (f" {own}" if own else "")
+        parts = [e2e_part, *decisive] if not own or not decisive else [*decisive, e2e_part]
+        parts = [p for p in parts if p]
         budget = f" ({self.process_pairs} process pair(s), {self.requests} requests"
         budget += f", stopped: {self.stop})" if self.stop else ")"
         noisy = [m for m in self.metrics.values() if m.gated and m.noisier_than_prior]

@@ -5,7 +5,10 @@ A stage's share is its change in ms over e2e's change in ms, each ``(ratio - 1) 
 significant in the direction of e2e's change (``log_ratio / se > NAMING_Z``: one-sided 1 %, looser
 than the gates, since only a scenario already judged regressed or improved is attributed) and its
 share is at least ``MIN_SHARE``. Shares need not add up to 100 % (the other stages, overheads
-outside any stage, and noise).
+outside any stage, and noise). A share over 100 % means the stage changed by more ms than e2e's
+estimate did (other stages moved the other way, or e2e's own interval, wider, centres lower); it
+reads "explains all of it" with both changes in ms ("DenoisingStage +190.2 % explains all of it
+(+290 ms; e2e +105 ms)"), never as a percentage above 100.
 """
 
 from __future__ import annotations
@@ -64,7 +67,12 @@ class StageShare:
     named: bool
 
     def text(self) -> str:
-        share = "" if math.isnan(self.share) else f" explains {self.share * 100:.0f} %"
+        if math.isnan(self.share):
+            share = ""
+        elif self.share > 1:
+            share = f" explains all of it ({self.delta_ms:+.0f} ms; e2e {self.delta_ms / self.share:+.0f} ms)"
+        else:
+            share = f" explains {self.share * 100:.0f} %"
         return f"{self.stage} {percent(self.ratio)}{share}"
 
 
@@ -83,8 +91,9 @@ class Attribution:
         """The stages that explain the change, largest share first."""
         return tuple(s.stage for s in self.stages if s.named)
 
-    def text(self) -> str:
-        head = f"e2e {percent(self.ratio)} {span(self.low, self.high)}"
+    def text(self, verdict: str = "") -> str:
+        """e2e's change (with its own ``verdict`` when given) and the stages named."""
+        head = f"e2e {percent(self.ratio)} {span(self.low, self.high)}" + (f" {verdict}" if verdict else "")
         parts = [s.text() for s in self.stages if s.named]
         if parts:
             return ", ".join([head, *parts])

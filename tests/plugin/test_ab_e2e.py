@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from pytest_diffperf.protocol import PERF_LOG_FILE
 from pytest_diffperf.sharding.devices import WORKER_PORTS
+from tests.support.paths import REPO
 from tests.support.suite import GENEROUS, refservers, results, tiny_case
 
 pytestmark = pytest.mark.server  # starts server processes
 
 # A tiny case's e2e is 40-200 ms here: a 150 ms sleep inside DenoisingStage more than doubles e2e, far beyond
 # what a busy 2-core machine's noise can hide or fake within one process pair.
+XSD = REPO / "tests" / "data" / "junit" / "junit-10.xsd"
 SLOWER = "--diffperf-candidate=args=--inject-delay DenoisingStage=150"
 
 
@@ -37,8 +40,11 @@ def test_an_injected_regression_is_regressed_with_the_stage_named(pytester, suit
     result = pytester.runpytest(*args, SLOWER, "--junitxml=junit.xml")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "PERFORMANCE: A/B against the base (current): regressed: e2e +" in out
+    assert "PERFORMANCE: regressed: e2e +" in out and "(A/B against the base: current)" in out
+    assert re.search(r"^FAILED \S+::tiny - regressed: e2e \+", out, re.M), out  # the verdict first
     assert "DenoisingStage +" in out and "explains" in out
+    assert re.search(r"^diffperf: starting base server of process pair 1 \(tiny/flux-t2i\)", out, re.M), out
+    assert re.search(r"^diffperf: candidate server of process pair 2 ready after", out, re.M), out
     assert "Traceback" not in out
     scenario = results(pytester)["scenarios"][0]
     assert (scenario["verdict"], scenario["outcome"]) == ("fail", "fail")
@@ -80,7 +86,7 @@ def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytes
     interval wider than the tolerance): inconclusive, never unchanged, and an identical build is never
     regressed."""
     args = [*ab(suite, tiny_case("same")), "--diffperf-ab-max-process-pairs=2", "--diffperf-ab-request-pairs=1"]
-    reported = pytester.runpytest(*args, "-v")
+    reported = pytester.runpytest(*args, "-v", "--junitxml=junit.xml")
     assert reported.ret == 0
     outcomes = reported.parseoutcomes()
     outcomes.pop("warnings", None)  # pytest's in-process "module already imported" warning under an editable install
@@ -90,6 +96,22 @@ def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytes
     assert scenario["ab"]["verdict"] == "inconclusive"
     assert (scenario["verdict"], scenario["outcome"]) == ("inconclusive", "inconclusive")
     assert scenario["ab"]["stop"] == "budget"
+    # the whole reason under the summary table, and what to do next
+    out = reported.stdout.str()
+    details = out[out.index("not passed:") :]
+    assert re.search(r"^  same \(inconclusive\): PERFORMANCE: inconclusive: e2e ", details, re.M), details
+    assert "  next, for same:\n    more process pairs: --diffperf-ab-max-process-pairs=20" in details
+    assert "    calibrate the noise: --diffperf-noise=FILE" in details
+    # JUnit: a skipped test case (valid xunit2), the verdict its message: a dashboard does not show it green
+    lxml = pytest.importorskip("lxml.etree")
+    xml = lxml.parse(str(pytester.path / "junit.xml"))
+    schema = lxml.XMLSchema(lxml.parse(str(XSD)))
+    assert schema.validate(xml), schema.error_log
+    (skipped,) = xml.iter("skipped")
+    assert skipped.get("type") == "diffperf.inconclusive"
+    assert skipped.get("message").startswith("PERFORMANCE: inconclusive: e2e ")
+    suite_node = next(xml.iter("testsuite"))
+    assert (suite_node.get("skipped"), suite_node.get("tests"), suite_node.get("failures")) == ("1", "1", "0")
     base, candidate = (
         next(s for s in scenario["ab"]["servers"] if s["side"] == side) for side in ("base", "candidate")
     )
@@ -98,7 +120,8 @@ def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytes
 
     failing = pytester.runpytest(*args, "--diffperf-inconclusive=fail", "--diffperf-ab-servers=one-at-a-time")
     failing.assert_outcomes(failed=1)
-    assert "PERFORMANCE: A/B against the base (current): inconclusive: e2e " in failing.stdout.str()
+    assert "PERFORMANCE: inconclusive: e2e " in failing.stdout.str()
+    assert re.search(r"more process pairs:\s+--diffperf-ab-max-process-pairs=20", failing.stdout.str())
     scenario = results(pytester)["scenarios"][0]
     assert scenario["ab"]["verdict"] == "inconclusive"
     servers = scenario["ab"]["servers"]

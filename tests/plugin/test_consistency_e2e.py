@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -54,6 +55,12 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
     assert out.count("CONSISTENCY:") >= 2 and "PERFORMANCE:" not in out
     assert "img_1gpu.jpg" in out and "vid_1gpu_frame_mid.png" in out  # JPEG: the default image format
     assert "psnr" in out and "frame" in out
+    # the verdict first, the metric, its value and the frame; the ground-truth command, never the baselines'
+    assert re.search(r"^FAILED \S+::vid - output differs from its ground truth: \w+", out, re.M), out  # at 80 columns
+    assert re.search(r"output: \w+ [\d.]+ \(needs [<>]= [\d.]+\) on frame \w+ \(index \d\)", out), out
+    assert re.search(r"if the output change is intended:\s+pytest --regen-ground-truth .*--diffperf-gt-dir=gt .*-k img",
+                     out), out  # fmt: skip
+    assert "--regen-baselines" not in out
     doc = results(pytester)
     assert [s["verdict"] for s in doc["scenarios"]] == ["pass", "pass"]  # the performance was fine
     assert [s["outcome"] for s in doc["scenarios"]] == ["fail", "fail"]  # the outputs were not

@@ -154,9 +154,7 @@ def test_the_failure_report_follows_tb_and_the_log_tail_option(pytester, suite):
     line = pytester.runpytest(*args, "--tb=line")
     line.assert_outcomes(failed=1)
     out = line.stdout.str()
-    assert re.search(
-        r"baselines\.json::slow:0: PERFORMANCE: 1 check\(s\) failed: e2e \d+\.\d+ ms \+\d+\.\d% \(limit", out
-    ), out
+    assert re.search(r"baselines\.json::slow:0: 1 check\(s\) failed: e2e \d+\.\d+ ms \+\d+\.\d% \(limit", out), out
     assert "next:" not in out and "server log " not in out  # the one line alone
 
     short = pytester.runpytest(*args, "--tb=short", "--diffperf-log-tail=3")

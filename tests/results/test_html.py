@@ -68,3 +68,44 @@ def test_without_matplotlib_the_extra_is_named(monkeypatch):
     with pytest.raises(DiffperfError) as info:
         html.require_matplotlib("--diffperf-html")
     assert str(info.value) == "--diffperf-html: the HTML report needs matplotlib: pip install 'pytest-diffperf[report]'"
+
+
+def test_ab_charts_a_log_axis_each_metrics_own_tolerance_and_the_sides_apart(tmp_path):
+    """A wide stage interval (-90 % to +550 %) on a log axis beside e2e's does not squeeze it; each metric's own
+    tolerance (e2e 10 %, the stage 50 %);
+    the per-step chart names base and candidate requests (the stored baseline left out)."""
+    from pytest_diffperf.results import charts
+
+    ab = next(r for r in results(tmp_path / "x.png") if r.scenario == "ab")
+    assert ab.ab is not None
+    e2e = ab.ab.metrics[0].model_copy(update={"tolerance": 0.1})
+    stage = e2e.model_copy(update={"name": "stage[LatentPreparationStage]", "tolerance": 0.5, "ratio": 0.8,
+                                   "low": 0.1, "high": 6.5, "verdict": "inconclusive"})  # fmt: skip
+    ab.ab.metrics = [e2e, stage]
+    ab.rows = [{"side": side, "process_pair": 0, "steps_ms": [20.0, 21.0] if side == "base" else [45.0, 46.0]}
+               for side in ("base", "candidate")]  # fmt: skip
+    chart = charts.ab_chart(ab.ab)
+    assert chart is not None and "each metric's tolerance" in chart and "change (log scale)" in chart
+    assert "LatentPreparationStage (inconclusive)" in chart and "e2e (regressed)" in chart
+    ticks = re.findall(r">([-+]?\d+%?)</text>", chart)
+    # log-spaced ratios, as changes, over the estimates and bands: the wide stage interval is cut at the edges
+    assert ticks == ["-20%", "0", "+25%", "+50%"]
+    steps = charts.steps_chart(ab, {0: 20.0, 1: 20.0})
+    assert steps is not None
+    assert ">base</text>" in steps and ">candidate</text>" in steps and ">baseline</text>" not in steps
+    page = html.render([ab], {"profile": "pr_test", "hardware": "cpu", "base": "current"})
+    assert "per-step times: base and candidate requests" in page
+
+
+def test_an_inconclusive_scenarios_section_says_whole_why_and_what_next(tmp_path):
+    noisy = next(r for r in results(tmp_path / "x.png") if r.scenario == "noisy")
+    page = html.render([noisy], {"profile": "pr_test", "hardware": "cpu", "baselines": ["b.json"]})
+    part = section(page, "noisy")
+    assert "<p class='reason'>PERFORMANCE: inconclusive (3 fresh server(s), 9 requests): the run&#x27;s noise " \
+           "supports neither</p>" in part  # fmt: skip
+    assert (
+        "<li>record this machine: <code>pytest --regen-baselines --diffperf-baselines=b.json -k noisy</code></li>"
+        in part
+    )
+    assert "<li>calibrate the noise: <code>--diffperf-noise=FILE (docs/verdicts.md)</code></li>" in part
+    assert "<td>e2e</td><td class=n>1090.00</td>" in part and "<td>inconclusive</td>" in part  # as judged

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,34 @@ def test_html_report_with_the_baselines_steps_and_the_historys_trend(files, tmp_
     assert all(url.startswith(("#", "data:")) for url in links.urls) and links.tags.count("svg") >= 1
     assert "<h2>Trend over 2 run(s)</h2>" in text and "merged from 1 file(s)" in text
     assert "per-step times" in text and "stroke-dasharray" in text  # the step chart's dashed line: the baseline's steps
+
+
+def test_every_scenario_that_did_not_pass_is_listed_after_a_merge(files, tmp_path, capsys, monkeypatch):
+    """A mixed run over two shards: the step summary's Not passed names each non-pass, the inconclusive one whose
+    limit-formula check is over its limit too (it was left out), with its reason whole and next: lines; the
+    terminal lists them under the table."""
+    over = result("wan_tiny_t2v", "inconclusive", "PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): the "
+                  "run's noise supports neither a pass nor a fail at these limits\n  e2e: inconclusive: ...")  # fmt: skip
+    over["checks"] = [result("x", "fail")["checks"][0]]  # the engine's verdict; the interval's is inconclusive
+    mismatch = {"status": "failed", "message": "CONSISTENCY: case sd_tiny_t2i (1 GPU) differs: ssim on the image"}
+    first = doc(result("flux_tiny_t2i"), result("flux_tiny_t2i_8steps", "fail", "e2e over its limit"), over)
+    second = doc(result("sd_tiny_t2i", consistency=mismatch), result("wan_tiny_i2v", "error", "server x exited"),
+                 shard="2/2")  # fmt: skip
+    md = tmp_path / "m.md"
+    monkeypatch.setenv("COLUMNS", "200")  # the lines under the table wrap at the terminal's width
+    assert main(["merge", *files(first, second), "-o", str(tmp_path / "merged.json"), "--markdown", str(md)]) == 1
+    text = md.read_text()
+    listed = text[text.index("#### Not passed") : text.index("#### Scenarios")]
+    names = re.findall(r"^\| (\w+) \| (\w+) \|", listed, re.M)[1:]  # the header first
+    assert names == [("flux_tiny_t2i_8steps", "fail"), ("wan_tiny_t2v", "inconclusive"), ("sd_tiny_t2i", "fail"),
+                     ("wan_tiny_i2v", "error")]  # fmt: skip
+    assert ("| wan_tiny_t2v | inconclusive | PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): the run's "
+            "noise supports neither a pass nor a fail at these limits |") in listed  # fmt: skip
+    assert "next, if the output change is intended: `pytest --regen-ground-truth -k sd_tiny_t2i`" in listed
+    assert f"- record this machine: `diffperf accept {tmp_path / 'merged.json'} (or pytest --regen-baselines " \
+           "--diffperf-baselines=x.json -k wan_tiny_t2v)`" in listed  # fmt: skip
+    out = capsys.readouterr().out
+    below = out[out.index("not passed:") :]
+    assert "  wan_tiny_t2v (inconclusive): PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): the" in below
+    assert "    e2e: inconclusive: ..." in below
+    assert "  next, for wan_tiny_t2v:" in below and "    run A/B: --diffperf-base=current" in below

@@ -3,8 +3,15 @@ closest), A/B and noise intervals, the reason of every scenario that did not pas
 
 from __future__ import annotations
 
-from pytest_diffperf.results.model import OUTCOMES, ScenarioResult
-from pytest_diffperf.results.tables import SUMMARY_HEADER, limiting, summary_table
+from pytest_diffperf.results.model import (
+    OUTCOMES,
+    ABMetricRecord,
+    ABRecord,
+    NoiseRecord,
+    NoisyCheckRecord,
+    ScenarioResult,
+)
+from pytest_diffperf.results.tables import SUMMARY_HEADER, failing_checks, limiting, reason, summary_table
 from tests.support.reports import check, results
 
 
@@ -47,3 +54,87 @@ def test_memory_limits_only_when_it_fails_or_is_closest():
     tie = ScenarioResult(scenario="a", verdict="pass", checks=[
         check("mem", "vram", 1050.0, 1000.0, 1100.0), check("e2e", "e2e", 1050.0, 1000.0, 1100.0)])  # fmt: skip
     assert limiting_name(tie) == "e2e"
+
+
+def test_an_ab_row_shows_the_verdicts_estimate_and_the_metric_that_decided_it():
+    """The trial's wan_tiny_i2v: medians 3080 -> 4166 ms, e2e's paired estimate +3.4 % inconclusive, the scenario
+    regressed through DenoisingStage: Δ is e2e's estimate, the cell names DenoisingStage with its verdict."""
+    e2e = ABMetricRecord(name="e2e", gated=True, tolerance=0.1, ratio=1.034, low=0.864, high=1.239,
+                         verdict="inconclusive", base_ms=3080.41, candidate_ms=4166.32, process_pairs=2,
+                         request_pairs=8)  # fmt: skip
+    stage = e2e.model_copy(update={"name": "stage[DenoisingStage]", "ratio": 2.902, "low": 2.4, "high": 3.5,
+                                   "verdict": "regressed", "base_ms": 150.0, "candidate_ms": 435.0})  # fmt: skip
+    load = e2e.model_copy(update={"name": "load", "gated": False, "ratio": 1.0, "verdict": "unchanged"})
+    record = ABRecord(verdict="regressed", headline="regressed: ...", base="current", candidate="args=...",
+                      process_pairs=2, requests=16, wall_s=60.0, stop="decisive", metrics=[load, e2e, stage])  # fmt: skip
+    row = summary_table([ScenarioResult(scenario="wan", verdict="fail", ab=record)])[1]
+    assert row[1:6] == [
+        "fail",
+        "4166.32",
+        "3080.41",
+        "+3.4%",
+        "A/B DenoisingStage +190.2% [+140.0%, +250.0%] regressed",
+    ]
+    unsure = record.model_copy(update={"verdict": "inconclusive", "metrics": [e2e, stage.model_copy(
+        update={"verdict": "unchanged", "ratio": 1.01})]})  # fmt: skip
+    row = summary_table([ScenarioResult(scenario="wan", verdict="inconclusive", ab=unsure)])[1]
+    assert row[5] == "A/B e2e +3.4% [-13.6%, +23.9%] inconclusive"
+
+
+def noisy_check(name: str, actual: float, low: float, high: float, expected: float, limit: float, verdict: str):
+    return NoisyCheckRecord(name=name, actual=actual, low=low, high=high, expected=expected, limit=limit,
+                            verdict=verdict, processes=1, requests=3)  # fmt: skip
+
+
+def test_the_limiting_check_of_an_inconclusive_scenario_is_an_inconclusive_one():
+    """The trial's scenario 42 % faster than its baseline: its limiting check was a passing stage 'allowed
+    +16216.2 %'; it is the check whose interval straddles its limit, and --tb=line's count is the judged one."""
+    checks = [
+        check("e2e", "e2e", 580.0, 1000.0, 1100.0),
+        check("stage[TimestepPreparationStage]", "stage", 1.2, 1.0, 163.2),
+        check("stage[DenoisingStage]", "stage", 350.0, 300.0, 330.0, "fail"),  # the engine: over its limit
+    ]
+    noise = NoiseRecord(verdict="inconclusive", attempts=1, requests=3, wall_s=9.0, checks=[
+        noisy_check("e2e", 580.0, 500.0, 700.0, 1000.0, 1100.0, "pass"),
+        noisy_check("stage[TimestepPreparationStage]", 1.2, 1.0, 1.5, 1.0, 163.2, "pass"),
+        noisy_check("stage[DenoisingStage]", 350.0, 250.0, 480.0, 300.0, 330.0, "inconclusive"),
+    ])  # fmt: skip
+    result = ScenarioResult(scenario="fast", verdict="inconclusive", checks=checks, noise=noise,
+                            message="PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): the run's noise "
+                                    "supports neither a pass nor a fail at these limits")  # fmt: skip
+    assert limiting_name(result) == "stage[DenoisingStage]"
+    assert failing_checks(result) == []  # the engine's "fail" was replaced by the interval's verdict
+    assert summary_table([result])[1][5] == (
+        "stage[DenoisingStage] +16.7% (allowed +10.0%) [-16.7%, +60.0%] of 1 process(es)"
+    )
+
+
+def test_a_reason_is_whole_and_the_terminals_cut_falls_between_words():
+    text = "PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): the run's noise supports neither a pass nor " \
+           "a fail at these limits"  # fmt: skip
+    result = ScenarioResult(scenario="x", verdict="inconclusive", message=text + "\n  e2e: inconclusive: ...")
+    assert reason(result) == text
+    assert summary_table([result])[1][6] == text
+    cut = summary_table([result], reason_width=60)[1][6]
+    assert cut == "PERFORMANCE: inconclusive (1 fresh server(s), 3 … (below)"
+    assert len(cut) <= 60 and text.startswith(cut.removesuffix(" … (below)"))
+
+
+def test_an_output_mismatch_names_its_metrics_values_and_frames_first():
+    consistency = {
+        "status": "failed",
+        "message": "CONSISTENCY: case v (1 GPU) differs from its ground truth: ssim on frame mid",
+        "thresholds": {"clip": 0.9, "ssim": 0.95, "psnr": 25.0, "mad": 0.05},
+        "frames": [
+            {"index": 0, "label": "0", "clip": 0.99, "ssim": 0.99, "psnr": 40.0, "mad": 0.0, "failed": []},
+            {"index": 3, "label": "mid", "clip": 0.99, "ssim": 0.41, "psnr": 20.5, "mad": 0.01,
+             "failed": ["ssim", "psnr"]},
+        ],
+    }  # fmt: skip
+    result = ScenarioResult(scenario="v", verdict="inconclusive", consistency=consistency,
+                            message="PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): ...")  # fmt: skip
+    assert result.outcome == "fail"
+    assert reason(result) == (
+        "output: ssim 0.4100 (needs >= 0.95) on frame mid (index 3), psnr 20.5000 (needs >= 25) on frame mid "
+        "(index 3); PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): ..."
+    )

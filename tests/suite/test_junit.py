@@ -27,7 +27,17 @@ def test_an_ab_scenario_carries_its_figures_too(tmp_path):
         ("diffperf_outcome", "fail"),
         ("diffperf_verdict", "fail"),
         ("diffperf_e2e_ms", "1120.0"),
+        ("diffperf_e2e_change", "0.12"),
         ("diffperf_base_e2e_ms", "1000.0"),
         ("diffperf_e2e_ratio", "1.12"),
         ("diffperf_ab_requests", "32.0"),
     ]
+
+
+def test_an_ab_change_is_the_verdicts_estimate_not_the_ratio_of_the_medians(tmp_path):
+    """The trial's wan_tiny_i2v: pooled medians 3080 -> 4166 ms (+35.3 %), the paired estimate +3.4 %."""
+    ab = next(r for r in results(tmp_path / "x.png") if r.scenario == "ab")
+    assert ab.ab is not None
+    ab.ab.metrics[0] = ab.ab.metrics[0].model_copy(update={"ratio": 1.034, "base_ms": 3080.41, "candidate_ms": 4166.32})
+    ab.measured = {"e2e_ms": 4166.32, "base_e2e_ms": 3080.41, "e2e_ratio": 1.034}
+    assert ("diffperf_e2e_change", "0.034") in junit_numbers(ab)

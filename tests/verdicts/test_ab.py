@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_diffperf.verdicts.ab import ProcessPairSamples, analyse, judge_ab_metrics, run
+from pytest_diffperf.verdicts.ab import ABResult, MetricResult, ProcessPairSamples, analyse, judge_ab_metrics, run
+from pytest_diffperf.verdicts.attribution import Change, attribute
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import VerdictPolicy, request_metrics
 from pytest_diffperf.verdicts.vocab import VERDICTS
@@ -216,3 +217,28 @@ def test_a_run_noisier_than_its_prior_is_flagged():
     quiet = [pair(list(100 * rng.lognormal(0, 0.02, 8)), list(100 * rng.lognormal(0, 0.02, 8))) for _ in range(2)]
     assert not analyse(quiet, DESIGN).metrics["e2e"].noisier_than_prior
     assert "noisier" not in analyse(quiet, DESIGN).text()
+
+
+def _metric(name: str, ratio: float, low: float, high: float, verdict, base_ms: float) -> MetricResult:
+    return MetricResult(name=name, kind="e2e" if name == "e2e" else "stage", gated=True, tolerance=0.1,
+                        ratio=ratio, low=low, high=high, se=0.05, verdict=verdict, base_ms=base_ms,
+                        candidate_ms=base_ms * ratio, process_pairs=2, request_pairs=8, within=0.01, within_dof=6,
+                        within_prior=0.03)  # fmt: skip
+
+
+def test_a_scenario_regressed_through_a_stage_never_calls_an_inconclusive_e2e_regressed():
+    """The trial's wan_tiny_i2v: e2e +3.4 % inconclusive, DenoisingStage +190 % regressed: the stage leads,
+    e2e follows with its own verdict, and the share over 100 % reads as all of it."""
+    metrics = {
+        "e2e": _metric("e2e", 1.034, 0.864, 1.239, "inconclusive", 3080.0),
+        "stage[DenoisingStage]": _metric("stage[DenoisingStage]", 2.902, 2.4, 3.5, "regressed", 150.0),
+    }
+    attribution = attribute(
+        Change(1.034, 0.864, 1.239, 0.05, 3080.0), {"DenoisingStage": Change(2.902, 2.4, 3.5, 0.05, 150.0)}
+    )
+    result = ABResult("regressed", metrics, attribution, process_pairs=2, requests=16, stop="decisive")
+    assert result.text() == (
+        "regressed: DenoisingStage +190.2 % [+140.0, +250.0] regressed; e2e +3.4 % [-13.6, +23.9] inconclusive, "
+        "DenoisingStage +190.2 % explains all of it (+285 ms; e2e +105 ms) (2 process pair(s), 16 requests, "
+        "stopped: decisive)"
+    )
