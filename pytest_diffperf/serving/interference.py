@@ -176,7 +176,7 @@ class Meter:
         if self.probe is None or not self.devices:
             return ()
         return tuple(
-            DeviceHolder(state.device, proc, state.memory_total_mib)
+            DeviceHolder(state.device, named(proc), state.memory_total_mib)
             for state in self.probe.states(self.devices)
             for proc in state.processes
             if proc.pid not in ours
@@ -206,6 +206,16 @@ class Meter:
             top=tuple(OutsideProcess(p.pid, p.name, round(p.cpu_s, 2)) for p in top),
             holders=_largest(start.holders + end.holders),
         )
+
+
+def named(proc: DeviceProcess) -> DeviceProcess:
+    """``proc`` with its name from this machine's process table when the tool gave none (npu-smi often does not)."""
+    if proc.name:
+        return proc
+    try:
+        return replace(proc, name=psutil.Process(proc.pid).name())
+    except psutil.Error:
+        return proc
 
 
 def _total(cpu: dict[_Key, tuple[str, float]], keys: Iterable[_Key]) -> float:
@@ -283,7 +293,7 @@ class DeviceGuard:
         _, parent, _ = _processes()
         ours = tree(self.root, parent)
         return [
-            DeviceHolder(s.device, p, s.memory_total_mib)
+            DeviceHolder(s.device, named(p), s.memory_total_mib)
             for s in self.probe.states(devices)
             for p in s.processes
             if p.pid not in ours

@@ -163,3 +163,10 @@ def test_a_pool_starts_no_server_on_a_refused_device_and_a_meter_records_the_hol
     assert pool.launches == [] and pool.running() is None
     holders = watch.meter(1).stop().holders
     assert [(h.device, h.process.pid, h.share) for h in holders] == [("2", 1333928, 37709 / 65536)]
+
+
+def test_a_holder_the_tool_left_unnamed_is_named_from_the_process_table(tmp_path):
+    with outside_burners(1, tmp_path) as (burner,):
+        guard = DeviceGuard(NpuSmiProbe(fake_npu_smi(tmp_path, burner)), os.getpid(), BusyPolicy())
+        (holder,) = guard.holders(["2"])
+    assert holder.process.pid == burner and holder.process.name.startswith("python")
