@@ -98,7 +98,7 @@ class NvmlProbe:
     def create(cls) -> NvmlProbe | None:
         """The probe, or None when ``pynvml`` is not installed or NVML's library does not load (no driver)."""
         try:
-            import pynvml  # type: ignore[import-not-found,unused-ignore]  # optional: nvidia-ml-py
+            import pynvml  # type: ignore[import-not-found,import-untyped,unused-ignore]  # optional: nvidia-ml-py
         except ImportError:
             return None
         try:

@@ -63,7 +63,10 @@ MISTAKES = [
         "--diffperf-busy-share: expected a share of the machine between 0 and 1 (25% or 0.25), or off, got '150%'",
     ),
     (["--diffperf-busy-share=busy"], "--diffperf-busy-share: expected a fraction > 0 such as 0.1 or 10%, got 'busy'"),
-    (["--diffperf-quiet-wait=-5"], "--diffperf-quiet-wait: expected a positive, finite number of seconds, got '-5'"),
+    (
+        ["--diffperf-quiet-wait=-5"],
+        "--diffperf-quiet-wait: expected a positive number of seconds, at most 604800 (a week), got '-5'",
+    ),
     (["--diffperf-busy-device=kill"], "--diffperf-busy-device: expected one of report, wait, fail, got 'kill'"),
 ]
 
