@@ -189,6 +189,68 @@ class MeasurementRecord(BaseModel):
     start_share_s: float | None = None  # the server's start-up time split over the suite's scenarios on it
 
 
+InterferenceEffect = Literal["none", "kept", "remeasured", "inconclusive"]
+
+
+class OutsideProcessRecord(BaseModel):
+    """A process outside the run and the CPU seconds it took in a measurement window."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pid: int
+    name: str
+    cpu_s: float
+
+
+class DeviceHolderRecord(BaseModel):
+    """A process outside the run holding an assigned device (memory in MiB; None: not reported)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device: str
+    pid: int
+    name: str
+    memory_mib: float | None
+    memory_total_mib: float | None
+
+
+class InterferenceWindowRecord(BaseModel):
+    """What outside processes took while one attempt (server start and requests) was measured."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    wall_s: float
+    cpus: int
+    outside_cpu_s: float
+    cpu_share: float  # outside CPU time / (wall time * CPUs)
+    device_share: float  # the largest share of an assigned device's memory held by outside processes
+    load_avg: list[float]  # 1, 5 and 15 minutes, at the window's end
+    busy: bool  # over the run's --diffperf-busy-share
+    top: list[OutsideProcessRecord] = Field(default_factory=list)
+    devices: list[DeviceHolderRecord] = Field(default_factory=list)
+
+
+class InterferenceRecord(BaseModel):
+    """A scenario's interference: every attempt's window, and what it did to the verdict.
+
+    ``effect``: ``none`` (not busy), ``kept`` (busy, the verdict kept: a pass, an A/B run whose two
+    sides shared it), ``remeasured`` (a fail measured busy, judged again on attempts measured quiet),
+    ``inconclusive`` (a fail measured busy, and the machine not quiet again in time).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float | None  # --diffperf-busy-share (None: off)
+    effect: InterferenceEffect
+    waited_s: float = 0.0  # waiting for a quiet machine
+    windows: list[InterferenceWindowRecord]
+
+    @property
+    def peak(self) -> InterferenceWindowRecord | None:
+        """The busiest window."""
+        return max(self.windows, key=lambda w: max(w.cpu_share, w.device_share), default=None)
+
+
 class ScenarioResult(BaseModel):
     """One scenario: its per-request rows, every check, its verdicts and the server that ran it."""
 
@@ -205,6 +267,7 @@ class ScenarioResult(BaseModel):
     ab: ABRecord | None = None  # the A/B run against a base build (--diffperf-base)
     noise: NoiseRecord | None = None  # the static checks judged with the run's noise
     measurement: MeasurementRecord | None = None  # with the rows: the baseline entry this run measured
+    interference: InterferenceRecord | None = None  # what other processes took while it was measured
 
     @field_validator("consistency")
     @classmethod

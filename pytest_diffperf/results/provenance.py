@@ -50,6 +50,7 @@ FIELDS = (
     "host",
     "python",
     "ci_run",
+    "interference",
 )
 
 
@@ -73,6 +74,7 @@ class Provenance(BaseModel):
     ci_run: str | None = (
         None  # the CI run's page (GitHub Actions: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID)
     )
+    interference: str | None = None  # what other processes took while the run measured (set at its end)
 
     def line(self) -> str:
         """One header line."""

@@ -62,6 +62,7 @@ class ServerPool:
     watch: tuple[int, ...] = ()  # processes besides this one whose death kills the servers (xdist's controller)
     progress_every: float = PROGRESS_EVERY_S  # seconds between progress lines while a server loads or a request runs
     label: str | None = None  # how progress lines name the next server (None: "server N"; A/B: its side and pair)
+    before_start: Callable[[int], None] = lambda _num_gpus: None  # num_gpus -> raises ServerError: devices held
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
@@ -104,6 +105,7 @@ class ServerPool:
         return ServerPlan(launcher.server_command(spec, ports), env, ports, perf_dir)
 
     def _start(self, spec: ServerSpec) -> ServerProcess:
+        self.before_start(spec.num_gpus)  # another process on the devices: said, waited for or refused
         number = len(self.launches) + 1
         plan = self.plan(spec, number)
         plan.perf_dir.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from ..platforms import canonical_platform
 from ..results.model import InconclusiveMode
 from ..serving.ab import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
+from ..serving.interference import DEVICE_MODES, BusyPolicy, Watch
 from ..serving.launchers import Launcher, ServerSpec
 from ..serving.pool import ServerPool
 from ..serving.sidespec import parse_side_spec
@@ -90,6 +91,7 @@ def ab_run(
     devices: DeviceShare,
     progress: Callable[[str], None],
     home: Path,
+    watch: Watch,
 ) -> ABRun | None:
     """The run's A/B settings (None without ``--diffperf-base``); ``git=`` sides are checked out (from the
     repository of ``home``, the folder the tests run from) before it returns."""
@@ -133,6 +135,7 @@ def ab_run(
             devices.ports,
             launcher=sides[side].launcher,
             progress_every=settings.diffperf_progress_every,
+            before_start=watch.before_start(progress),
         )
         for side in SIDES
     }
@@ -159,6 +162,19 @@ def static_policy(settings: Settings, priors: NoisePriors | None = None) -> Stat
         return None
     policy = StaticPolicy(max_attempts=attempts)
     return policy if priors is None else calibrated_static(policy, priors.static)
+
+
+def busy_policy(settings: Settings) -> BusyPolicy:
+    """When a measurement counts as busy, how long to wait for quiet, what to do about a held device."""
+    text = str(settings.diffperf_busy_share).strip().lower()
+    share = None if text == "off" else _fraction(text, "--diffperf-busy-share")
+    if share is not None and share > 1:
+        raise DiffperfError(
+            f"expected a share of the machine between 0 and 1 (25% or 0.25), or off, got {settings.diffperf_busy_share!r}",
+            source="--diffperf-busy-share",
+        )
+    mode = _choice(settings.diffperf_busy_device, DEVICE_MODES, "--diffperf-busy-device")
+    return BusyPolicy(share, settings.diffperf_quiet_wait, mode)
 
 
 def _count(raw: str, flag: str) -> int:

@@ -9,18 +9,18 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
-from ..perf.limits import CheckKind
 from ..perf.measurement import Measurement
-from ..perf.schema import Tolerances
 from ..results.ab import judge_ab
-from ..results.model import MeasurementRecord, ScenarioResult, fails_run
+from ..results.interference import interference_record, machine_busy
+from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
 from ..results.noisy import judge_noisy, pooled
 from ..results.verdict import (
     E2E_AND_LOAD,
@@ -33,6 +33,7 @@ from ..results.verdict import (
     request_rows,
 )
 from ..serving.client import Output
+from ..serving.interference import Interference, Meter
 from ..serving.measure import Sample, measure
 from ..serving.process import ServerProcess
 from .ab import ABRun
@@ -63,6 +64,26 @@ def collection_args(config: pytest.Config, session: DiffperfSession) -> list[str
     return config.args + [str(f) for f in files if not collected(f)]
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One fresh server's measurement of a case, and what other processes took meanwhile."""
+
+    samples: list[Sample]
+    measurement: Measurement
+    window: Interference
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A static scenario judged over its attempts: the result, the attempts it was judged on, and the interference."""
+
+    result: ScenarioResult
+    used: list[Attempt]
+    attempts: list[Attempt]
+    effect: InterferenceEffect | None
+    waited_s: float
+
+
 class BaselineFile(pytest.File):
     def collect(self) -> Iterator[ScenarioItem]:
         scenarios = _session(self.config).scenarios
@@ -79,6 +100,7 @@ class ScenarioItem(pytest.Item):
         self.baseline = session.baselines.scenarios.get(self.name)
         self.spec = session.spec(self.name)
         self.server: ServerProcess | None = None
+        self.meter: Meter | None = None  # from before the server is got until the requests end
         self.stash[SCENARIO_KEY] = self.name
         self.user_properties.append((SCENARIO_PROPERTY, self.name))
         reason = session.not_expressible.get(self.name) if self.case is None else None
@@ -89,7 +111,9 @@ class ScenarioItem(pytest.Item):
         if self._ab() is not None:
             return  # an A/B run starts its own server pairs
         if self.spec is not None and self.case is not None:
-            pool = _session(self.config).pool
+            session = _session(self.config)
+            pool = session.pool
+            self.meter = session.interference.meter(self.spec.num_gpus)
             try:
                 self.server = pool.get(self.spec)
             except DiffperfFailure:
@@ -116,12 +140,14 @@ class ScenarioItem(pytest.Item):
             self._run_ab(session, ab)
             return
         assert self.server is not None
+        assert self.meter is not None
         timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
         started = time.monotonic()
         try:
             samples = measure(self.server, session.launcher, self.case, timeout)
             measurement = measurement_of(samples, self.case, self.server.load_ms)
-            result = self._perf(session, samples, measurement, time.monotonic() - started)
+            first = Attempt(samples, measurement, self.meter.stop())
+            result = self._perf(session, first, time.monotonic() - started)
         except DiffperfFailure:
             if self.server is not None:  # the server that failed: for the results file
                 self.user_properties.append((SERVER_PROPERTY, json.dumps(self.server.info())))
@@ -132,19 +158,17 @@ class ScenarioItem(pytest.Item):
         if result.verdict == "unguarded":
             warnings.warn(UnguardedWarning(f"{self.name}: {result.message}"), stacklevel=1)
 
-    def _perf(
-        self, session: DiffperfSession, samples: Sequence[Sample], measurement: Measurement, measure_s: float
-    ) -> ScenarioResult:
+    def _perf(self, session: DiffperfSession, first: Attempt, measure_s: float) -> ScenarioResult:
         """Regenerated (regeneration run), unjudged (no profile), failed for want of a baseline, or judged by
         the limit engine (e2e and load alone with run_perf_check false, as SGLang); with the rows (each request's
-        own server load), what a baseline entry needs besides them, and the server."""
+        own server load), what a baseline entry needs besides them, the server, and what other processes took."""
         assert self.case is not None
         assert self.server is not None
         start_share = session.start_share(self.name, self.server.ready_s)
-        attempts = [(list(samples), measurement)]
+        used, attempts, effect, waited = [first], [first], None, 0.0
         regen = get_regen(self.config)
         if regen is not None:
-            result, record = regen.regenerate(self.name, measurement, measure_s + start_share)
+            result, record = regen.regenerate(self.name, first.measurement, measure_s + start_share)
             self.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
         elif session.settings.profile is None:
             result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")
@@ -152,65 +176,105 @@ class ScenarioItem(pytest.Item):
             message = "performance not judged: run_perf_check false, as SGLang's release of this case judges it"
             result = ScenarioResult(scenario=self.name, verdict="unjudged", message=message)
         elif self.baseline is None:
-            message = missing_baseline_message(self.name, str(session.baselines.primary), measurement)
+            message = missing_baseline_message(self.name, str(session.baselines.primary), first.measurement)
             result = ScenarioResult(scenario=self.name, verdict="fail", message=message)
         else:
-            tolerances = session.baselines.profile(session.settings.profile)
-            step_fractions = session.baselines.step_fractions
-            vram, host_anon = session.memory_checks()
-            kinds = None if self.case.run_perf_check else E2E_AND_LOAD
-            if session.static_policy is not None and self.case.perf_repeat_requests >= 2:
-                result, attempts = self._remeasured(
-                    session, attempts, tolerances, measure_s, kinds=kinds, vram=vram, host_anon=host_anon
-                )
-                measurement = pooled([m for _, m in attempts])
-            else:
-                result = judge_limits(
-                    self.name, self.baseline, measurement, tolerances, session.preset, step_fractions,
-                    kinds=kinds, vram=vram, host_anon=host_anon,
-                )  # fmt: skip
+            judged = self._static(session, first, measure_s)
+            result, used, attempts, effect, waited = (
+                judged.result, judged.used, judged.attempts, judged.effect, judged.waited_s
+            )  # fmt: skip
         step_fractions = session.baselines.step_fractions
-        result.rows = [row for batch, m in attempts for row in request_rows(self.name, batch, m, step_fractions)]
-        result.measured = judged_values(measurement, session.preset)
+        result.rows = [row for a in used for row in request_rows(self.name, a.samples, a.measurement, step_fractions)]
+        result.measured = judged_values(pooled([a.measurement for a in used]), session.preset)
         result.measurement = MeasurementRecord(
             num_frames=self.case.num_frames, is_video=self.case.is_video, wall_s=round(measure_s, 3),
             start_share_s=round(start_share, 3),
         )  # fmt: skip
         result.server = self.server.info()
+        policy = session.interference.policy
+        result.interference = interference_record([a.window for a in attempts], policy, effect, waited)
         return result
 
-    def _remeasured(
-        self,
-        session: DiffperfSession,
-        attempts: list[tuple[list[Sample], Measurement]],
-        tolerances: Tolerances,
-        measure_s: float,
-        *,
-        kinds: Collection[CheckKind] | None,
-        vram: bool,
-        host_anon: bool,
-    ) -> tuple[ScenarioResult, list[tuple[list[Sample], Measurement]]]:
-        """Static mode with the run's noise: judged on every attempt so far, re-measured on a fresh
-        server while ``verdicts.static.remeasure`` says so; every attempt's samples and measurement."""
+    def _static(self, session: DiffperfSession, first: Attempt, measure_s: float) -> Judged:
+        """Judged against the stored baseline: with the run's noise (``results.noisy``: re-measured on fresh servers
+        while ``verdicts.static.remeasure`` says so) where the case has 2+ requests, else by the limit engine alone.
+
+        Attempts measured while the machine was busy (``BusyPolicy.busy``) are judged only when no quiet one
+        exists; a fail judged on busy attempts alone is measured again once the machine is quiet
+        (``--diffperf-quiet-wait``), else it is inconclusive (machine busy).
+        """
         assert self.case is not None
         assert self.baseline is not None
-        assert self.spec is not None
-        assert session.static_policy is not None
+        tolerances = session.baselines.profile(session.settings.profile or "")
+        step_fractions = session.baselines.step_fractions
+        vram, host_anon = session.memory_checks()
+        kinds = None if self.case.run_perf_check else E2E_AND_LOAD
         started = time.monotonic() - measure_s
-        while True:
+        noisy = session.static_policy if self.case.perf_repeat_requests >= 2 else None
+
+        def judge(attempts: Sequence[Attempt]) -> tuple[ScenarioResult, bool]:
+            assert self.baseline is not None
+            if noisy is None:  # SGLang's rule: the latest measurement alone
+                return judge_limits(
+                    self.name, self.baseline, attempts[-1].measurement, tolerances, session.preset, step_fractions,
+                    kinds=kinds, vram=vram, host_anon=host_anon,
+                ), False  # fmt: skip
             judged = judge_noisy(
-                self.name, self.baseline, [m for _, m in attempts], tolerances, session.preset,
-                session.baselines.step_fractions, session.static_policy, time.monotonic() - started,
-                kinds=kinds, vram=vram, host_anon=host_anon,
+                self.name, self.baseline, [a.measurement for a in attempts], tolerances, session.preset,
+                step_fractions, noisy, time.monotonic() - started, kinds=kinds, vram=vram, host_anon=host_anon,
             )  # fmt: skip
-            if not judged.remeasure:
+            return judged.result, judged.remeasure
+
+        return self._attempts(session, first, judge, noisy.max_attempts if noisy is not None else 1)
+
+    def _attempts(
+        self,
+        session: DiffperfSession,
+        first: Attempt,
+        judge: Callable[[Sequence[Attempt]], tuple[ScenarioResult, bool]],
+        max_attempts: int,
+    ) -> Judged:
+        """Judge the quiet attempts (all of them when none is quiet); measure again while ``judge`` asks, or
+        after a fail judged on busy attempts alone, once the machine is quiet; at most ``2 * max_attempts``
+        servers, ``--diffperf-quiet-wait`` seconds of waiting in all."""
+        assert self.spec is not None
+        watch = session.interference
+        attempts, waited, remeasured, why = [first], 0.0, False, ""
+        while True:
+            quiet = [a for a in attempts if not watch.policy.busy(a.window)]
+            used = quiet or attempts
+            result, again = judge(used)
+            busy_fail = result.verdict == "fail" and not quiet
+            if busy_fail:
+                if len(attempts) >= 2 * max_attempts or waited >= watch.policy.wait_s:
+                    why = f"busy on {len(attempts)} fresh server(s), {waited:.0f} s waited for quiet"
+                    break
+                session.pool.release()
+                found = watch.wait_quiet(self.spec.num_gpus, session.pool.progress, watch.policy.wait_s - waited)
+                waited += found.waited_s
+                if not found.found:
+                    why = f"not quiet within {watch.policy.wait_s:.0f} s"
+                    break
+                remeasured = True
+            elif not again or len(attempts) >= 2 * max_attempts:
                 break
-            session.pool.release()
-            self.server = session.pool.get(self.spec)
-            timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
-            more = measure(self.server, session.launcher, self.case, timeout)
-            attempts.append((more, measurement_of(more, self.case, self.server.load_ms)))
-        return judged.result, attempts
+            attempts.append(self._fresh_attempt(session))
+        effect: InterferenceEffect | None = "remeasured" if remeasured else None
+        if busy_fail:
+            machine_busy(result, [a.window for a in attempts], watch.policy, why)
+            effect = "inconclusive"
+        return Judged(result, used, attempts, effect, waited)
+
+    def _fresh_attempt(self, session: DiffperfSession) -> Attempt:
+        """The case measured again on a fresh server."""
+        assert self.case is not None
+        assert self.spec is not None
+        session.pool.release()
+        meter = session.interference.meter(self.spec.num_gpus)
+        self.server = session.pool.get(self.spec)
+        timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
+        samples = measure(self.server, session.launcher, self.case, timeout)
+        return Attempt(samples, measurement_of(samples, self.case, self.server.load_ms), meter.stop())
 
     def _ab(self) -> ABRun | None:
         """The run's A/B settings when this scenario is judged A/B (its performance is checked)."""
@@ -223,6 +287,7 @@ class ScenarioItem(pytest.Item):
         assert self.spec is not None
         assert session.settings.profile is not None
         timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
+        meter = session.interference.meter(self.spec.num_gpus)
         servers = ab.servers(self.case, self.spec, timeout)
         tolerances = session.baselines.profile(session.settings.profile)
         try:
@@ -231,6 +296,8 @@ class ScenarioItem(pytest.Item):
             )
         finally:
             servers.close()
+        # both sides shared whatever else ran: reported, the verdict kept
+        judged.result.interference = interference_record([meter.stop()], session.interference.policy)
         # each side's entry comes from its own rows; no wall time of a single server to estimate the test's from
         judged.result.measurement = MeasurementRecord(num_frames=self.case.num_frames, is_video=self.case.is_video)
         messages = self._judged(session, judged.result, judged.output)

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from .._util.atomicfile import write_atomic
-from ..results.model import ScenarioResult
+from ..results.model import InterferenceWindowRecord, ScenarioResult
 from ..results.tables import e2e_change, reason
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY, ResultsCollector
 from .stash import get_session
@@ -49,10 +49,15 @@ def junit_numbers(result: ScenarioResult) -> list[tuple[str, str]]:
         ("e2e_change", round(c, 4) if (c := e2e_change(result)) is not None else None),
         ("load_ms", result.measured.get("load_ms")),
         ("consistency", result.consistency_status),
+        ("outside_cpu_share", peak.cpu_share if (peak := _busiest(result)) is not None else None),  # interference
     ]
     if result.ab is not None:
         values += [(name, value) for name, value in result.measured.items() if name not in dict(values)]
     return [(f"diffperf_{name}", str(value)) for name, value in values if value is not None]
+
+
+def _busiest(result: ScenarioResult) -> InterferenceWindowRecord | None:
+    return result.interference.peak if result.interference is not None else None
 
 
 class JUnitResults:

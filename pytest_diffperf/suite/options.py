@@ -119,6 +119,22 @@ OPTIONS = (
     Option("--diffperf-remeasure", "fresh servers a static scenario may be measured on (1: never again)", default="3"),
     Option("--diffperf-noise", "noise priors calibrated for this runner class (JSON; docs/verdicts.md)", is_path=True),
     Option(
+        "--diffperf-busy-share",
+        "a static fail measured while other processes took more than this share of the CPUs (or of a device's "
+        "memory) is re-measured on a quiet machine, else inconclusive (machine busy); off: never",
+        default="25%",
+    ),
+    Option(
+        "--diffperf-quiet-wait",
+        "seconds to wait for a quiet machine (a busy fail) or a free device (--diffperf-busy-device wait)",
+        default="120",
+    ),
+    Option(
+        "--diffperf-busy-device",
+        "a server's device held by another process: report (say which and start), wait (then fail), fail",
+        default="report",
+    ),
+    Option(
         "--diffperf-log-dir",
         "server logs go in a new folder here (default: pytest's basetemp, which keeps the last 3 runs)",
         is_path=True,
@@ -192,6 +208,9 @@ class Settings:
     diffperf_compare_to: Path | None = None
     regen_force: bool = False
     regen_description: str | None = None
+    diffperf_busy_share: str = "25%"
+    diffperf_quiet_wait: float = 120.0
+    diffperf_busy_device: str = "report"
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -240,7 +259,12 @@ def read_settings(config: pytest.Config) -> Settings:
         if raw is not None and opt.is_path:
             raw = Path(str(raw)) if str(raw) in opt.words else (base / str(raw)).resolve()
         values[opt.dest] = truthy(raw) if opt.is_flag else raw
-    for name in ("diffperf_startup_timeout", "diffperf_request_timeout", "diffperf_progress_every"):
+    for name in (
+        "diffperf_startup_timeout",
+        "diffperf_request_timeout",
+        "diffperf_progress_every",
+        "diffperf_quiet_wait",
+    ):
         values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
     values["diffperf_log_tail"] = _count(values["diffperf_log_tail"], "--diffperf-log-tail")
     values["profile"] = values.pop("diffperf")

@@ -20,6 +20,7 @@ from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..errors import DiffperfError
 from ..results import history
+from ..results.interference import run_line
 from ..results.model import RESULTS_VERSION, ScenarioResult, fails_run
 from ..results.nextsteps import RunContext, details, wrapped
 from ..results.provenance import Provenance, collect, machine_note
@@ -133,6 +134,9 @@ class ResultsCollector:
             for line in wrapped(details(results, self.run_context(session)), width):
                 terminalreporter.write_line(line)
         terminalreporter.write_line(totals(results))
+        interference = run_line(results)
+        if interference is not None:
+            terminalreporter.write_line(f"diffperf: interference: {interference}")
         if session is not None and session.settings.diffperf_compare_to is not None:
             for line in comparison_lines(session, results, terminalreporter.config):
                 terminalreporter.write_line(line)
@@ -196,7 +200,11 @@ class ResultsCollector:
         return {
             "version": RESULTS_VERSION,
             **self.header,
-            "provenance": self.provenance(session).model_dump() if session is not None else None,
+            "provenance": (
+                self.provenance(session).model_copy(update={"interference": run_line(results)}).model_dump()
+                if session is not None
+                else None
+            ),
             "rows": [row for r in results for row in r.rows],
             "scenarios": [{k: v for k, v in r.document().items() if k != "rows"} for r in results],  # rows: above
             "servers": list({(r.server["pid"], r.server["port"]): r.server for r in results if r.server}.values()),

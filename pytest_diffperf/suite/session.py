@@ -23,12 +23,15 @@ from ..perf.lint import lint_baselines
 from ..perf.scenarios import ScenarioSet, read_case_lists
 from ..platforms import checks_host_anon, checks_vram, device_env_var
 from ..results.model import InconclusiveMode
+from ..results.provenance import CPU_LAUNCHERS
+from ..serving.deviceusage import probe_for
+from ..serving.interference import BusyPolicy, Watch, run_root
 from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
 from ..serving.pool import ServerPool
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, parse_shard, plan_shards
 from ..verdicts.static import StaticPolicy
-from .ab import ABRun, ab_run, inconclusive_mode, noise_priors, static_policy
+from .ab import ABRun, ab_run, busy_policy, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
 from .logdir import log_dir
 from .options import Settings, ground_truth_requested, read_settings
@@ -53,6 +56,7 @@ class DiffperfSession:
     static_policy: StaticPolicy | None = None  # None: stored-baseline checks by SGLang's rule alone
     inconclusive: InconclusiveMode = "report"
     _sharing: Counter[str] | None = field(default=None, repr=False)  # server group -> scenarios of the suite on it
+    interference: Watch = field(default_factory=lambda: Watch(os.getpid(), BusyPolicy()))  # what others take
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> DiffperfSession:
@@ -94,7 +98,11 @@ class DiffperfSession:
         workdir = log_dir(config, settings)  # made by the first server start: none in a collect-only run
         progress = live_progress(config)  # shown live, also from xdist workers
         home = config.invocation_params.dir
-        ab = ab_run(settings, baselines, priors, launcher, workdir, devices, progress, home)  # git= sides checked out
+        probe = None if launcher.name in CPU_LAUNCHERS else probe_for(settings.diffperf_hardware)
+        interference = Watch(run_root(controller(config)), busy_policy(settings), probe, devices.env)
+        ab = ab_run(
+            settings, baselines, priors, launcher, workdir, devices, progress, home, interference
+        )  # git= sides checked out
         session = cls(
             settings=settings,
             scenarios=scenarios,
@@ -108,6 +116,7 @@ class DiffperfSession:
                 devices.ports,
                 watch=controller(config),
                 progress_every=settings.diffperf_progress_every,
+                before_start=interference.before_start(progress),
             ),
             workdir=workdir,
             devices=devices,
@@ -117,6 +126,7 @@ class DiffperfSession:
             ab=ab,
             static_policy=noise,
             inconclusive=inconclusive,
+            interference=interference,
         )
         try:
             session.shard = session.shard_of(*shard) if shard else None

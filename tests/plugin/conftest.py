@@ -29,6 +29,7 @@ def suite(pytester):
             "--diffperf-server=reference",
             "--diffperf-hardware=cpu",
             "--diffperf-json=results.json",
+            "--diffperf-busy-share=off",  # the machine is shared: tests of interference set their own share
             "-p", "no:cacheprovider",
         ]  # fmt: skip
 

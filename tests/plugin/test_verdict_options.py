@@ -58,6 +58,16 @@ MISTAKES = [
     (["--diffperf-static-noise=maybe"], "--diffperf-static-noise: expected one of auto, on, off, got 'maybe'"),
     (["--diffperf-remeasure=none"], "--diffperf-remeasure: expected an integer >= 1, got 'none'"),
     (["--diffperf-noise=missing.json"], "missing.json: file not found"),
+    (
+        ["--diffperf-busy-share=150%"],
+        "--diffperf-busy-share: expected a share of the machine between 0 and 1 (25% or 0.25), or off, got '150%'",
+    ),
+    (["--diffperf-busy-share=busy"], "--diffperf-busy-share: expected a fraction > 0 such as 0.1 or 10%, got 'busy'"),
+    (
+        ["--diffperf-quiet-wait=-5"],
+        "--diffperf-quiet-wait: expected a positive number of seconds, at most 604800 (a week), got '-5'",
+    ),
+    (["--diffperf-busy-device=kill"], "--diffperf-busy-device: expected one of report, wait, fail, got 'kill'"),
 ]
 
 

@@ -1,0 +1,101 @@
+"""Interference in the results: each measurement window's figures, a static fail measured busy made
+inconclusive, and the run's one line (the terminal summary and the provenance)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..serving.interference import BusyPolicy, Interference
+from .model import (
+    DeviceHolderRecord,
+    InterferenceEffect,
+    InterferenceRecord,
+    InterferenceWindowRecord,
+    OutsideProcessRecord,
+    ScenarioResult,
+)
+from .verdict import PERF_PREFIX
+
+NEXT = (
+    "next: run it A/B (--diffperf-base=SPEC: both sides share the load), on a quiet runner, or with a longer "
+    "--diffperf-quiet-wait; --diffperf-busy-share sets what counts as busy"
+)
+
+
+def window_record(window: Interference, policy: BusyPolicy) -> InterferenceWindowRecord:
+    return InterferenceWindowRecord(
+        wall_s=round(window.wall_s, 2),
+        cpus=window.cpus,
+        outside_cpu_s=round(window.outside_cpu_s, 2),
+        cpu_share=round(window.cpu_share, 3),
+        device_share=round(window.device_share, 3),
+        load_avg=[round(x, 2) for x in window.load_avg],
+        busy=policy.busy(window),
+        top=[OutsideProcessRecord(pid=p.pid, name=p.name, cpu_s=p.cpu_s) for p in window.top],
+        devices=[
+            DeviceHolderRecord(
+                device=h.device,
+                pid=h.process.pid,
+                name=h.process.name,
+                memory_mib=h.process.memory_mib,
+                memory_total_mib=h.memory_total_mib,
+            )
+            for h in window.holders
+        ],
+    )
+
+
+def interference_record(
+    windows: Sequence[Interference], policy: BusyPolicy, effect: InterferenceEffect | None = None, waited_s: float = 0
+) -> InterferenceRecord:
+    """The record of ``windows``; ``effect`` by default ``kept`` when one was busy, else ``none``."""
+    busy = any(policy.busy(w) for w in windows)
+    return InterferenceRecord(
+        threshold=policy.share,
+        effect=effect or ("kept" if busy else "none"),
+        waited_s=round(waited_s, 1),
+        windows=[window_record(w, policy) for w in windows],
+    )
+
+
+def figures(window: Interference) -> str:
+    """``other processes used 61% of 2 CPUs, load average 4.20`` (and who holds a device)."""
+    text = f"other processes used {window.cpu_share:.0%} of {window.cpus} CPUs, load average {window.load_avg[0]:.2f}"
+    return text + "".join(f"; {h.text()}" for h in window.holders)
+
+
+def machine_busy(result: ScenarioResult, windows: Sequence[Interference], policy: BusyPolicy, why: str) -> None:
+    """Make a fail measured while the machine was busy ``inconclusive (machine busy: ...)``; its failure text kept below."""
+    peak = max(windows, key=lambda w: w.share)
+    failed = "\n".join(f"    {line}" for line in result.message.splitlines())
+    result.verdict = "inconclusive"
+    result.message = (
+        f"{PERF_PREFIX} inconclusive (machine busy: {figures(peak)}; {why})\n"
+        f"  busiest measurement: {peak.text()}\n"
+        f"  measured on a busy machine (over {policy.share:.0%} of its CPUs or a device taken by other processes), "
+        f"it would have failed:\n{failed}\n  {NEXT}"
+    )
+
+
+def run_line(results: Iterable[ScenarioResult]) -> str | None:
+    """The run's interference on one line (None when nothing was measured)."""
+    recorded = [(r.scenario, r.interference) for r in results if r.interference is not None and r.interference.windows]
+    if not recorded:
+        return None
+    peaks = [(scenario, record.peak) for scenario, record in recorded if record.peak is not None]
+    scenario, peak = max(peaks, key=lambda p: p[1].cpu_share)
+    load = max(w.load_avg[0] for _, record in recorded for w in record.windows)
+    busy = [record for _, record in recorded if any(w.busy for w in record.windows)]
+    threshold = recorded[0][1].threshold
+    text = (
+        f"other processes used up to {peak.cpu_share:.0%} of {peak.cpus} CPUs ({scenario}), "
+        f"load average up to {load:.2f}; {len(busy)} of {len(recorded)} scenario(s) measured busy"
+    )
+    text += f" (over {threshold:.0%})" if threshold is not None else " (busy-share check off)"
+    devices = max((w.device_share for _, record in recorded for w in record.windows), default=0.0)
+    if devices > 0:
+        text += f"; other processes held up to {devices:.0%} of an assigned device's memory"
+    effects = [record.effect for record in busy]
+    made = [f"{effects.count(e)} {label}" for e, label in (("inconclusive", "fail(s) made inconclusive"),
+            ("remeasured", "fail(s) re-measured quiet")) if e in effects]  # fmt: skip
+    return text + (f": {', '.join(made)}" if made else "")

@@ -1,0 +1,65 @@
+"""Interference end to end: a static fail measured on a busy machine is inconclusive (machine busy); quiet, it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.support.burners import outside_burners
+from tests.support.suite import results, tiny_case
+
+pytestmark = pytest.mark.server  # starts server processes
+
+TIGHT = {"e2e": 0.1, "denoise_stage": 0.1, "non_denoise_stage": 0.5, "denoise_step": 0.5, "denoise_agg": 0.1}
+TOLERANCES = {"pr_test": TIGHT, "long_term": TIGHT}
+
+
+@pytest.fixture
+def slowed(pytester, suite):
+    """A case of 3 requests, its baseline measured here, and the case slowed 3x (the baseline's e2e slept twice)."""
+    case = tiny_case("tiny", perf_repeat_requests=3, perf_warmup_requests=1)
+    pytester.runpytest(*suite([case], {})).assert_outcomes(failed=1)
+    message = results(pytester)["scenarios"][0]["message"]
+    at = message.index('"tiny": ')
+    baseline = json.loads("{" + message[at:].strip() + "}")["tiny"]
+    delay = round(2 * baseline["expected_e2e_ms"], 1)
+    slow = tiny_case("tiny", f"--inject-delay DenoisingStage={delay}", perf_repeat_requests=3, perf_warmup_requests=1)
+    return suite([slow], {"tiny": baseline}, TOLERANCES)
+
+
+def test_a_fail_measured_beside_two_cpu_burners_is_inconclusive_machine_busy(pytester, slowed, tmp_path):
+    with outside_burners(2, tmp_path) as burners:
+        result = pytester.runpytest(*slowed, "--diffperf-busy-share=10%", "--diffperf-quiet-wait=3", "-rA")
+    assert result.ret == 0  # inconclusive does not fail the run (--diffperf-inconclusive report)
+    scenario = results(pytester)["scenarios"][0]
+    assert scenario["verdict"] == "inconclusive", scenario["message"]
+    first = scenario["message"].splitlines()[0]
+    assert first.startswith("PERFORMANCE: inconclusive (machine busy: other processes used ")
+    assert "not quiet within 3 s)" in first or "waited for quiet" in first
+    assert "it would have failed:" in scenario["message"] and "next: run it A/B" in scenario["message"]
+    interference = scenario["interference"]
+    assert interference["effect"] == "inconclusive" and interference["threshold"] == 0.1
+    assert all(w["busy"] and w["cpu_share"] > 0.1 for w in interference["windows"])
+    named = {p["pid"] for w in interference["windows"] for p in w["top"]}
+    assert named  # the outside processes that took the most are named (the burners, or busier neighbours)
+    assert not named & {os.getpid(), scenario["server"]["pid"]}  # this run (in process here) and its server: ours
+    out = result.stdout.str()
+    assert "diffperf: interference: other processes used up to " in out
+    assert "1 fail(s) made inconclusive" in out
+    assert "1 inconclusive in " in out.splitlines()[-1]
+    assert burners
+    provenance = json.loads((pytester.path / "results.json").read_text())["provenance"]
+    assert provenance["interference"].startswith("other processes used up to ")
+
+
+def test_a_fail_measured_quiet_still_fails(pytester, slowed):
+    """Quiet by the threshold (95 %: no neighbour takes that much beside a running server on 2 cores)."""
+    result = pytester.runpytest(*slowed, "--diffperf-busy-share=95%")
+    result.assert_outcomes(failed=1)
+    scenario = results(pytester)["scenarios"][0]
+    assert scenario["verdict"] == "fail"
+    assert scenario["interference"]["effect"] == "none"
+    assert scenario["interference"]["threshold"] == 0.95
+    assert len(scenario["interference"]["windows"]) == scenario["noise"]["attempts"] == 3
