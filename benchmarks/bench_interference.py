@@ -12,7 +12,9 @@ At the repo root (the reference server on this machine, ``data/cases.json``):
 Each phase reports its exit code, outcomes, and per scenario the verdict, the busiest window's outside CPU
 share, the interference effect, and the load average; ``--json`` keeps it all.
 
-    nice python benchmarks/bench_interference.py [--busy-share 25%] [--quiet-wait 120] [--json out.json]
+    nice python benchmarks/bench_interference.py [--busy-share 25%] [--quiet-wait 120] [--json out.json] [--smoke]
+
+``--smoke``: one scenario and no quiet wait (CI checks that the script still runs).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+SMOKE_SCENARIO = "flux_tiny_t2i and not 8steps"
 BURN = "import time\nend = time.monotonic() + 7200\nwhile time.monotonic() < end:\n    pass\n"
 
 
@@ -90,14 +93,20 @@ def main() -> None:
     parser.add_argument("--quiet-wait", default="120")
     parser.add_argument("--control", action="store_true", help="also no change without burners")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="one scenario, no quiet wait (CI checks that it runs)")
     args = parser.parse_args()
-    options = [f"--diffperf-busy-share={args.busy_share}", f"--diffperf-quiet-wait={args.quiet_wait}"]
+    options = [
+        f"--diffperf-busy-share={args.busy_share}",
+        f"--diffperf-quiet-wait={0 if args.smoke else args.quiet_wait}",
+    ]
+    if args.smoke:
+        options += ["-k", SMOKE_SCENARIO]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         baseline = folder / "cpu.json"
         shutil.copy(REPO / "data/perf_baselines/cpu.json", baseline)
         print("== regenerating the baseline here", flush=True)
-        code, wall = pytest_at_root("--regen-baselines", f"--diffperf-baselines={baseline}")
+        code, wall = pytest_at_root("--regen-baselines", f"--diffperf-baselines={baseline}", *options[2:])
         print(f"   exit {code}, {wall:.0f} s", flush=True)
         common = ["--diffperf=pr_test", f"--diffperf-baselines={baseline}", *options]
         phases = [phase("no change + 2 burners", common, folder / "busy.json", burn=2)]

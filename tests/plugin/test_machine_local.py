@@ -17,7 +17,7 @@ pytestmark = pytest.mark.server  # starts server processes
 BUNDLED = json.loads((REPO / "data" / "perf_baselines" / "cpu.json").read_text())
 
 
-def test_record_with_accept_then_no_change_passes_and_2x_fails(pytester, suite, monkeypatch):
+def test_record_with_accept_then_no_change_passes_and_a_slowdown_fails(pytester, suite, monkeypatch):
     case = tiny_case("tiny", perf_repeat_requests=3, perf_warmup_requests=1)
     args = suite([case], {"tiny": GENEROUS}, BUNDLED["tolerances"])
     first = pytester.runpytest(*args)
@@ -37,7 +37,9 @@ def test_record_with_accept_then_no_change_passes_and_2x_fails(pytester, suite, 
     assert "baselines.json was measured on" not in same.stdout.str()  # this machine's now
     assert same.ret == 0 and results(pytester)["scenarios"][0]["verdict"] in ("pass", "inconclusive")
 
-    delay = round(recorded["scenarios"]["tiny"]["expected_e2e_ms"], 1)  # e2e about 2x
+    # e2e about 4x: a 2x slowdown against a same-hour baseline is only sometimes decisive on a shared 2-core
+    # machine (docs/benchmarks.md, "Machine-local baselines"); the test proves the path, not that bar
+    delay = round(3 * recorded["scenarios"]["tiny"]["expected_e2e_ms"], 1)
     slow = tiny_case("tiny", f"--inject-delay DenoisingStage={delay}", perf_repeat_requests=3, perf_warmup_requests=1)
     (pytester.path / "cases.json").write_text(json.dumps({"cases": [slow]}))
     pytester.runpytest(*args).assert_outcomes(failed=1)

@@ -64,7 +64,7 @@ def test_user_errors_are_one_line_without_traceback(pytester, suite):
         (["--diffperf-preset=fast"], "unknown preset 'fast'"),
         (
             ["--diffperf-startup-timeout=-1"],
-            "--diffperf-startup-timeout: expected a positive, finite number of seconds",
+            "--diffperf-startup-timeout: expected a positive number of seconds, at most 604800 (a week)",
         ),
         (["--diffperf-request-timeout=soon"], "--diffperf-request-timeout: expected a number of seconds, got 'soon'"),
     ]

@@ -29,6 +29,9 @@ SMALL_IMAGE = {
 }
 
 
+FIXTURE_PIDS: set[int] = set()  # the tests' own servers (shared ones outlive a test): not the plugin's
+
+
 class Server:
     """A ``python -m pytest_diffperf.refserver serve`` process and helpers to talk to it."""
 
@@ -50,6 +53,7 @@ class Server:
         self.spawn_ns = time.monotonic_ns()
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=workdir)
+        FIXTURE_PIDS.add(self.proc.pid)
         self.health_seen: list[int] = []
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> Server:

@@ -45,11 +45,18 @@ def tiny_case(case_id: str, serve_args: str = "", **changes) -> dict:
 
 
 def refservers() -> list[psutil.Process]:
-    """Reference servers started by this test process that still run (there must be none after a run)."""
+    """Reference servers started by this test process that still run (there must be none after a run);
+    the servers that tests start themselves (``tests.support.refserver``, shared ones too) left out."""
+    from tests.support.refserver import FIXTURE_PIDS
+
+    own = set(FIXTURE_PIDS)
+    for pid in FIXTURE_PIDS:
+        with contextlib.suppress(psutil.Error):
+            own |= {child.pid for child in psutil.Process(pid).children(recursive=True)}
     found = []
     for proc in psutil.Process().children(recursive=True):
         try:
-            if "pytest_diffperf.refserver" in " ".join(proc.cmdline()):
+            if proc.pid not in own and "pytest_diffperf.refserver" in " ".join(proc.cmdline()):
                 found.append(proc)
         except psutil.NoSuchProcess:
             pass
