@@ -39,7 +39,7 @@ def pytest_at_root(*args: str) -> tuple[int, float]:
     started = time.monotonic()
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
     proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
-    tail = proc.stdout.strip().splitlines()[-3:]
+    tail = proc.stdout.strip().splitlines()[-3:] + (proc.stderr.strip().splitlines()[-3:] if proc.returncode else [])
     print("   ", "\n    ".join(tail), flush=True)
     return proc.returncode, time.monotonic() - started
 
@@ -50,6 +50,8 @@ def burners(count: int) -> list[subprocess.Popen[bytes]]:
 
 
 def summary(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        sys.exit(f"bench_interference: the run wrote no {path.name} (its output is above)")
     doc = json.loads(path.read_text())
     rows = {}
     for s in doc["scenarios"]:

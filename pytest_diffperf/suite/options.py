@@ -259,13 +259,9 @@ def read_settings(config: pytest.Config) -> Settings:
         if raw is not None and opt.is_path:
             raw = Path(str(raw)) if str(raw) in opt.words else (base / str(raw)).resolve()
         values[opt.dest] = truthy(raw) if opt.is_flag else raw
-    for name in (
-        "diffperf_startup_timeout",
-        "diffperf_request_timeout",
-        "diffperf_progress_every",
-        "diffperf_quiet_wait",
-    ):
-        values[name] = _positive_float(values[name], "--" + name.replace("_", "-"))
+    for name in ("diffperf_startup_timeout", "diffperf_request_timeout", "diffperf_progress_every"):
+        values[name] = _seconds(values[name], "--" + name.replace("_", "-"))
+    values["diffperf_quiet_wait"] = _seconds(values["diffperf_quiet_wait"], "--diffperf-quiet-wait", zero_ok=True)
     values["diffperf_log_tail"] = _count(values["diffperf_log_tail"], "--diffperf-log-tail")
     values["profile"] = values.pop("diffperf")
     return Settings(**values)  # type: ignore[arg-type]
@@ -283,15 +279,15 @@ def _count(raw: object, flag: str) -> int | None:
     return value
 
 
-def _positive_float(raw: object, flag: str) -> float:
+def _seconds(raw: object, flag: str, *, zero_ok: bool = False) -> float:
+    """A duration in seconds: positive (or 0 where ``zero_ok``: do not wait), at most a week."""
     try:
         value = float(str(raw))
     except ValueError:
         raise DiffperfError(f"expected a number of seconds, got {raw!r}", source=flag) from None
-    if not (0 < value <= MAX_WAIT_S):
-        raise DiffperfError(
-            f"expected a positive number of seconds, at most {MAX_WAIT_S:.0f} (a week), got {raw!r}", source=flag
-        )
+    if not (0 <= value if zero_ok else 0 < value) or value > MAX_WAIT_S:
+        least = "0 or more" if zero_ok else "a positive number of"
+        raise DiffperfError(f"expected {least} seconds, at most {MAX_WAIT_S:.0f} (a week), got {raw!r}", source=flag)
     return value
 
 

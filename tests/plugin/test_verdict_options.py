@@ -65,7 +65,7 @@ MISTAKES = [
     (["--diffperf-busy-share=busy"], "--diffperf-busy-share: expected a fraction > 0 such as 0.1 or 10%, got 'busy'"),
     (
         ["--diffperf-quiet-wait=-5"],
-        "--diffperf-quiet-wait: expected a positive number of seconds, at most 604800 (a week), got '-5'",
+        "--diffperf-quiet-wait: expected 0 or more seconds, at most 604800 (a week), got '-5'",
     ),
     (["--diffperf-busy-device=kill"], "--diffperf-busy-device: expected one of report, wait, fail, got 'kill'"),
 ]
@@ -83,6 +83,11 @@ def test_mistakes_are_one_line_without_traceback_and_leave_nothing(pytester, sui
     assert expected.format(dir=pytester.path) in err, err
     assert "Traceback" not in err and err.count("ERROR: diffperf:") == 1
     assert not set(Path(tempfile.gettempdir()).glob("diffperf-*")) - before  # no work folder left behind
+
+
+def test_a_quiet_wait_of_zero_means_do_not_wait(pytester, suite):
+    result = pytester.runpytest(*suite([tiny_case("a")], {"a": GENEROUS}), "--diffperf-quiet-wait=0", "--collect-only")
+    assert result.ret == 0, result.stderr.str()
 
 
 def test_a_b_needs_a_profile(pytester, suite):
