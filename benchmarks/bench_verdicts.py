@@ -58,7 +58,7 @@ Live
 ----
 ``--live`` runs the reference server instead (the bundled case ``--live-case``): a stored baseline
 from 20 requests of one fresh server, then per effect ``--live-trials`` trials of fresh server
-pairs driven exactly as ``pytest --diffperf-base`` drives them (``serving.ab``, the default design
+pairs driven exactly as ``pytest --diffperf-base`` drives them (``serving.abservers``, the default design
 and policy), the candidate started with ``--inject-delay`` sized from the baseline's median
 (``e2e +x %``: ``x * e2e`` ms inside DenoisingStage; ``DecodingStage +10 %``: a tenth of that
 stage). Static mode and SGLang's rule judge the same trial's candidate servers against the stored
@@ -112,14 +112,14 @@ from pytest_diffperf.protocol import (
     TEXT_ENCODING_STAGE,
     TIMESTEP_PREPARATION_STAGE,
 )
-from pytest_diffperf.results.ab import design_for, pair_samples
+from pytest_diffperf.results.abscenario import design_for, pair_samples
 from pytest_diffperf.results.noisy import judge_noisy
-from pytest_diffperf.serving.ab import SIDES, ABServers, Side, SideServer, resolve_side
+from pytest_diffperf.serving.abservers import SIDES, ABServers, Side, SideServer, resolve_side
 from pytest_diffperf.serving.launchers import ServerSpec, get_launcher
 from pytest_diffperf.serving.measure import measure
 from pytest_diffperf.serving.pool import ServerPool
 from pytest_diffperf.serving.sidespec import parse_side_spec
-from pytest_diffperf.verdicts.ab import (
+from pytest_diffperf.verdicts.abstats import (
     ABResult,
     ProcessPairSamples,
     analyse,

@@ -21,7 +21,7 @@ from ..perf.schema import ScenarioBaseline, Tolerances
 from ..verdicts.attribution import Attribution, Change, attribute
 from ..verdicts.metrics import stage_of
 from ..verdicts.static import StaticPolicy, StaticResult, judge_static_checks, remeasure, scenario_verdict
-from .ab import attribution_record
+from .abscenario import attribution_record
 from .model import NoiseRecord, NoisyCheckRecord, ScenarioResult
 from .tables import format_failures
 from .verdict import PERF_PREFIX, judge_limits

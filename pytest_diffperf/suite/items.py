@@ -18,7 +18,7 @@ import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
 from ..perf.measurement import Measurement
-from ..results.ab import judge_ab
+from ..results.abscenario import judge_ab
 from ..results.interference import interference_record, machine_busy
 from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
 from ..results.noisy import judge_noisy, pooled
@@ -36,12 +36,12 @@ from ..serving.client import Output
 from ..serving.interference import Interference, Meter
 from ..serving.measure import Sample, measure
 from ..serving.process import ServerProcess
-from .ab import ABRun
 from .consistency import check_case_output
 from .regen import REGEN_PROPERTY, get_regen
 from .report import RESULT_PROPERTY, SCENARIO_PROPERTY, SERVER_PROPERTY
 from .session import DiffperfSession
 from .stash import SCENARIO_KEY, get_session
+from .verdictsettings import ABRun
 
 
 class UnguardedWarning(UserWarning):
@@ -282,7 +282,7 @@ class ScenarioItem(pytest.Item):
         return ab if ab is not None and self.case is not None and self.case.run_perf_check else None
 
     def _run_ab(self, session: DiffperfSession, ab: ABRun) -> None:
-        """Judge the scenario A/B on fresh server pairs (``results.ab``), compare the candidate's output, report."""
+        """Judge the scenario A/B on fresh server pairs (``results.abscenario``), compare the candidate's output, report."""
         assert self.case is not None
         assert self.spec is not None
         assert session.settings.profile is not None

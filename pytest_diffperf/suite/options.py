@@ -285,7 +285,7 @@ def _seconds(raw: object, flag: str, *, zero_ok: bool = False) -> float:
         value = float(str(raw))
     except ValueError:
         raise DiffperfError(f"expected a number of seconds, got {raw!r}", source=flag) from None
-    if not (0 <= value if zero_ok else 0 < value) or value > MAX_WAIT_S:
+    if not (value >= 0 if zero_ok else value > 0) or value > MAX_WAIT_S:
         least = "0 or more" if zero_ok else "a positive number of"
         raise DiffperfError(f"expected {least} seconds, at most {MAX_WAIT_S:.0f} (a week), got {raw!r}", source=flag)
     return value

@@ -31,12 +31,12 @@ from ..serving.pool import ServerPool
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, parse_shard, plan_shards
 from ..verdicts.static import StaticPolicy
-from .ab import ABRun, ab_run, busy_policy, inconclusive_mode, noise_priors, static_policy
 from .consistency import consistency_config, thresholds
 from .logdir import log_dir
 from .options import Settings, ground_truth_requested, read_settings
 from .progress import register as live_progress
 from .validation import check_up_front
+from .verdictsettings import ABRun, ab_run, busy_policy, inconclusive_mode, noise_priors, static_policy
 
 
 @dataclass

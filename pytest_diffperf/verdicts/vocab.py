@@ -11,8 +11,8 @@ REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = range(4)
 StaticVerdict = Literal["pass", "fail", "inconclusive"]
 STATIC_VERDICTS: tuple[StaticVerdict, ...] = get_args(StaticVerdict)
 
-Arm = Literal["base", "candidate"]
-Order = tuple[Arm, Arm]
+Side = Literal["base", "candidate"]  # as serving.abservers.Side (an independent layer)
+Order = tuple[Side, Side]
 BASE_FIRST: Order = ("base", "candidate")
 CANDIDATE_FIRST: Order = ("candidate", "base")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf.perf.schema import Tolerances
-from pytest_diffperf.suite.ab import ab_policy
+from pytest_diffperf.suite.verdictsettings import ab_policy
 from pytest_diffperf.verdicts.metrics import E2E_NOISE, SEQUENTIAL_NOISE
 from pytest_diffperf.verdicts.noise import Noise
 from pytest_diffperf.verdicts.priors import NoisePriors

@@ -9,7 +9,7 @@ from pytest_diffperf.cases import Case
 from pytest_diffperf.perf.limits import get_preset
 from pytest_diffperf.perf.schema import Tolerances
 from pytest_diffperf.protocol import MemorySnapshot, PerfRecord, StageRecord
-from pytest_diffperf.results.ab import (
+from pytest_diffperf.results.abscenario import (
     SCENARIO_VERDICT,
     design_for,
     measured,
@@ -20,10 +20,10 @@ from pytest_diffperf.results.ab import (
 )
 from pytest_diffperf.results.merge import scenario_of
 from pytest_diffperf.results.model import ABMetricRecord, ABRecord, ScenarioResult
-from pytest_diffperf.serving.ab import PairRun
+from pytest_diffperf.serving.abservers import PairRun
 from pytest_diffperf.serving.client import Output
 from pytest_diffperf.serving.measure import Sample
-from pytest_diffperf.verdicts.ab import analyse
+from pytest_diffperf.verdicts.abstats import analyse
 from pytest_diffperf.verdicts.design import ABDesign
 
 TOL = Tolerances(e2e=0.1, denoise_stage=0.1, non_denoise_stage=0.5, denoise_step=0.5, denoise_agg=0.1, host_anon=0.1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.serving.ab import ProgramLauncher, resolve_side
+from pytest_diffperf.serving.abservers import ProgramLauncher, resolve_side
 from pytest_diffperf.serving.launchers import Launcher, ReferenceLauncher, ServerSpec
 from pytest_diffperf.serving.process import ServerPorts
 from pytest_diffperf.serving.sidespec import parse_side_spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_diffperf.verdicts.ab import ProcessPairSamples
+from pytest_diffperf.verdicts.abstats import ProcessPairSamples
 from pytest_diffperf.verdicts.metrics import request_metrics
 from pytest_diffperf.verdicts.vocab import Order
 

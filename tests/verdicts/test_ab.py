@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_diffperf.verdicts.ab import ABResult, MetricResult, ProcessPairSamples, analyse, judge_ab_metrics, run
+from pytest_diffperf.verdicts.abstats import ABResult, MetricResult, ProcessPairSamples, analyse, judge_ab_metrics, run
 from pytest_diffperf.verdicts.attribution import Change, attribute
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import VerdictPolicy, request_metrics

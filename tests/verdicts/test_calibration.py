@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_diffperf.verdicts.ab import judge_ab_metrics
+from pytest_diffperf.verdicts.abstats import judge_ab_metrics
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import VerdictPolicy
 from pytest_diffperf.verdicts.vocab import REGRESSED, UNCHANGED

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.protocol import PerfRecord
-from pytest_diffperf.verdicts.ab import judge_ab_metrics
+from pytest_diffperf.verdicts.abstats import judge_ab_metrics
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import (
     SEQUENTIAL_NOISE,

@@ -18,7 +18,7 @@ from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
 from ..results.model import InconclusiveMode
-from ..serving.ab import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
+from ..serving.abservers import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
 from ..serving.interference import DEVICE_MODES, BusyPolicy, Watch
 from ..serving.launchers import Launcher, ServerSpec

@@ -1,6 +1,6 @@
 """Judging one scenario A/B: the adaptive design over fresh server pairs, and its ``ScenarioResult``.
 
-:func:`pytest_diffperf.verdicts.ab.run` drives :class:`pytest_diffperf.serving.ab.ABServers`
+:func:`pytest_diffperf.verdicts.abstats.run` drives :class:`pytest_diffperf.serving.abservers.ABServers`
 process pair by process pair and stops as soon as the verdict is decisive, or when the budget is
 spent. Timing verdicts map onto the scenario's: ``regressed`` fails, ``improved`` and
 ``unchanged`` pass, ``inconclusive`` stays inconclusive. Memory peaks do not jitter: the
@@ -21,10 +21,10 @@ from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline, Tolerances
-from ..serving.ab import ABServers, PairRun, Side
+from ..serving.abservers import ABServers, PairRun, Side
 from ..serving.client import Output
 from ..serving.measure import Sample
-from ..verdicts.ab import ABResult, MetricResult, ProcessPairSamples, run
+from ..verdicts.abstats import ABResult, MetricResult, ProcessPairSamples, run
 from ..verdicts.attribution import Attribution
 from ..verdicts.design import ABDesign
 from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics

@@ -6,7 +6,7 @@ and sends each request pair as ordered (``(base, candidate)`` or ``(candidate, b
 ``one-at-a-time`` (one device cannot hold both) runs the first server's requests, stops it, then
 the second's, and pairs the requests by index. Which server starts first is the caller's choice,
 as is the order of the request pairs: :class:`pytest_diffperf.verdicts.design.ABDesign` decides
-both, and :func:`pytest_diffperf.verdicts.ab.run` drives :meth:`ABServers.measure_pair`.
+both, and :func:`pytest_diffperf.verdicts.abstats.run` drives :meth:`ABServers.measure_pair`.
 """
 
 from __future__ import annotations
