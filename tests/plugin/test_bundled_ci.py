@@ -125,5 +125,6 @@ def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
     merged, unsharded = json.loads(merged_path.read_text()), xdist_run[0]
     assert [sid for sid, _ in verdicts(merged)] == [sid for sid, _ in verdicts(unsharded)]
     assert {v for _, v in verdicts(merged) + verdicts(unsharded)} <= {"pass", "inconclusive"}
-    assert sorted(r["scenario"] for r in merged["rows"]) == sorted(r["scenario"] for r in unsharded["rows"])
+    # every scenario measured in both; the row counts differ where noise asked a scenario for another server
+    assert {r["scenario"] for r in merged["rows"]} == {r["scenario"] for r in unsharded["rows"]}
     assert len(merged["servers"]) == len(set(GROUPS.values()))
