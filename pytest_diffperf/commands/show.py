@@ -10,7 +10,7 @@ from dataclasses import asdict
 from .._util.text import did_you_mean, format_table
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet, load_baselines
-from ..perf.limits import Check, get_preset, plan_checks
+from ..perf.limits import Check, JudgeRules, get_preset, plan_checks
 from ..perf.schema import ScenarioBaseline
 from ..protocol import DENOISING_STAGE, PER_FRAME_STAGE
 
@@ -51,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.num_frames is not None and args.num_frames < 1:
         raise DiffperfError(f"expected a positive number of frames, got {args.num_frames}", source="--num-frames")
     baselines = load_baselines(args.file, args.hardware, runner_name=args.runner)
-    tol = baselines.profile(args.profile)
-    preset = get_preset(args.preset)
+    rules = JudgeRules(baselines.profile(args.profile), get_preset(args.preset), tuple(baselines.step_fractions))
     names = args.scenarios or list(baselines.scenarios)
     for name in names:
         _require(baselines, name)
@@ -62,9 +61,7 @@ def run(args: argparse.Namespace) -> int:
         is_video = is_video_scenario(name, scenario) if args.video is None else args.video
         checks = plan_checks(
             scenario,
-            tol,
-            preset,
-            step_fractions=baselines.step_fractions,
+            rules,
             is_video=is_video,
             num_frames=args.num_frames,
             denoising_stages={s for s in scenario.stages_ms if s.endswith(DENOISING_STAGE)},
