@@ -23,6 +23,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -57,7 +58,7 @@ def perturb(frames: list[np.ndarray], seed: int) -> list[np.ndarray]:
     return [np.clip(f + rng.normal(0, 2, f.shape), 0, 255).astype(np.uint8) for f in frames]
 
 
-def sglang_way(embedder: clip.Embedder, outs: list[np.ndarray], gt_files: list[str]) -> list[tuple]:
+def sglang_way(embedder: clip.Embedder, outs: list[np.ndarray], gt_files: list[str]) -> list[tuple[Any, ...]]:
     """Load the GT images, embed GT and output frame by frame, then the same four metrics."""
     values = []
     for out, path in zip(outs, gt_files, strict=True):

@@ -181,7 +181,7 @@ class Pool:
 
     @property
     def requests(self) -> int:
-        return self.steps.shape[1]
+        return int(self.steps.shape[1])
 
 
 def bundled_tolerances(profile: str) -> Tolerances:

@@ -16,7 +16,7 @@ from ..regen.summary import summary_lines
 from ..regen.writer import diffs
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "accept",
         help="write baselines from the results files of a run that already happened (a CI run's shards)",

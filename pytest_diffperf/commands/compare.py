@@ -28,7 +28,7 @@ RESULTS_FILE, LOGS_FOLDER = "comparison-results.json", "comparison-logs"
 OUTPUT_PREFIX = "diffperf-compare-"  # the default output: <temp>/diffperf-compare-<random>/, swept after 3 days
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "compare",
         help="run every case on every framework and report median latencies",

@@ -16,7 +16,7 @@ from ..sharding.plan import MAX_SHARDS, MAX_TIME_S, MIN_TIME_S, TARGET_TIME_S, p
 CHOICE_OPTIONS = ("target_time", "min_time", "max_time", "max_shards")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "plan",
         help="split a suite into time-balanced shards for a CI matrix",

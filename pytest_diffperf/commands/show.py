@@ -6,6 +6,7 @@ import argparse
 import json
 import textwrap
 from dataclasses import asdict
+from typing import Any
 
 from .._util.text import did_you_mean, format_table
 from ..errors import DiffperfError
@@ -17,7 +18,7 @@ from ..protocol import DENOISING_STAGE, PER_FRAME_STAGE
 VIDEO_MARKERS = ("t2v", "i2v", "v2v", "ref2v", "video")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "show",
         help="print the checks and limits of baseline scenarios",
@@ -80,7 +81,9 @@ def _require(baselines: BaselineSet, name: str) -> None:
         raise DiffperfError(f"no scenario {name!r}{hint}", source=str(baselines.primary), key="scenarios")
 
 
-def _as_data(args, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Check]]]) -> dict:
+def _as_data(
+    args: argparse.Namespace, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Check]]]
+) -> dict[str, Any]:
     return {
         "file": str(baselines.primary),
         "profile": args.profile,
@@ -97,7 +100,7 @@ def _as_data(args, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Che
     }
 
 
-def _print_text(args, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Check]]]) -> None:
+def _print_text(args: argparse.Namespace, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Check]]]) -> None:
     runner = f", runner overrides {baselines.runner_prefix!r}" if baselines.runner_prefix else ""
     print(f"profile {args.profile}, preset {args.preset}{runner}")
     for name, (is_video, checks) in plans.items():

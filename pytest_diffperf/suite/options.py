@@ -1,4 +1,4 @@
-"""Command-line options and ini keys, defined once, read into a frozen ``Settings``.
+"""Command-line options and ini keys, defined once as the fields of a frozen ``Settings``, each value parsed once.
 
 Every option is also an ini key in ``[tool.pytest.ini_options]`` (``--diffperf-cases`` ->
 ``diffperf_cases``); the command line wins. Paths from the ini file are relative to the rootdir,
@@ -81,6 +81,7 @@ def switch(flag: str, help: str) -> bool:
     return value
 
 
+# The parsers below import their words when first called: those modules load once the plugin runs.
 def _preset(text: str) -> Preset:
     from ..perf.limits import PRESETS
 
@@ -108,7 +109,8 @@ def _server_mode(text: str) -> ServerMode:
 def _inconclusive(text: str) -> InconclusiveMode:
     from ..results.model import InconclusiveMode
 
-    return choice(get_args(InconclusiveMode))(text)
+    modes: tuple[InconclusiveMode, ...] = get_args(InconclusiveMode)
+    return choice(modes)(text)
 
 
 def _device_mode(text: str) -> DeviceMode:

@@ -66,7 +66,7 @@ class RegenSummary:
                 self.records[report.nodeid] = json.loads(str(value))
 
     @pytest.hookimpl
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         write = terminalreporter.write_line
         terminalreporter.section("diffperf baseline regeneration")
         for warning in self.warnings:

@@ -1,7 +1,7 @@
 """The verdict settings of a run: A/B against a base build, static mode's noise and re-measures, inconclusive.
 
-Read once from the options (one ``DiffperfError`` per bad value, before any server starts) and
-kept on the session: :class:`ABRun` owns one server pool per side for the whole run.
+Built once from the parsed settings (a combination that does not hold is one ``DiffperfError``,
+before any server starts) and kept on the session: :class:`ABRun` owns one server pool per side for the whole run.
 """
 
 from __future__ import annotations
