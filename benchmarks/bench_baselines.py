@@ -14,23 +14,20 @@ import time
 from pathlib import Path
 
 from pytest_diffperf.perf.baselines import load_baselines
-from pytest_diffperf.perf.limits import get_preset, plan_checks
+from pytest_diffperf.perf.limits import JudgeRules, get_preset, plan_checks
 
 DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "vendor" / "sglang-data" / "v0.5.23" / "perf_baselines"
 
 
 def load_and_plan(path: Path, hardware: str) -> tuple[int, int]:
     baselines = load_baselines(path, hardware, runner_name="")
-    tol = baselines.profile("pr_test", env={})
-    preset = get_preset("sglang")
+    rules = JudgeRules(baselines.profile("pr_test", env={}), get_preset("sglang"), tuple(baselines.step_fractions))
     checks = 0
     for name, scenario in baselines.scenarios.items():
         checks += len(
             plan_checks(
                 scenario,
-                tol,
-                preset,
-                step_fractions=baselines.step_fractions,
+                rules,
                 is_video="t2v" in name or "i2v" in name,
                 num_frames=None,
             )

@@ -26,6 +26,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 from pytest_diffperf.results.merge import scenarios_with_rows
 
@@ -35,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 SMOKE = ["-k", "flux_tiny_t2i and not 8steps", "--diffperf-remeasure=1"]
 
 
-def run(profile: str, select: list[str]) -> dict:
+def run(profile: str, select: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         results, junit = Path(tmp) / "results.json", Path(tmp) / "junit.xml"
         started = time.perf_counter()

@@ -23,6 +23,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -57,7 +58,7 @@ def perturb(frames: list[np.ndarray], seed: int) -> list[np.ndarray]:
     return [np.clip(f + rng.normal(0, 2, f.shape), 0, 255).astype(np.uint8) for f in frames]
 
 
-def sglang_way(embedder: clip.Embedder, outs: list[np.ndarray], gt_files: list[str]) -> list[tuple]:
+def sglang_way(embedder: clip.Embedder, outs: list[np.ndarray], gt_files: list[str]) -> list[tuple[Any, ...]]:
     """Load the GT images, embed GT and output frame by frame, then the same four metrics."""
     values = []
     for out, path in zip(outs, gt_files, strict=True):
@@ -105,7 +106,7 @@ def main() -> int:
         start = time.perf_counter()
         check_output("bench", 1, True, "mp4", out_video, thresholds, cfg)  # an earlier process: fills the cache
         cold = time.perf_counter() - start
-        picks = cfg.frame_spec.select(len(out_video))
+        picks = cfg.frames.select(len(out_video))
         outs = [out_video[i] for i, _ in picks]
         ours_t: list[tuple[float, float]] = []  # (wall, CPU) seconds; CPU time is less sensitive to other jobs
         theirs_t: list[tuple[float, float]] = []

@@ -69,7 +69,8 @@ def record(folder: Path) -> dict[str, Any]:
     done = subprocess.run(accept, cwd=folder, capture_output=True, text=True, check=False, env=env())
     if done.returncode != 0:
         raise SystemExit(f"diffperf accept failed:\n{done.stdout}{done.stderr}")
-    return json.loads((folder / "baselines.json").read_text())["scenarios"]["tiny"]
+    entry: dict[str, Any] = json.loads((folder / "baselines.json").read_text())["scenarios"]["tiny"]
+    return entry
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -57,7 +58,7 @@ WORKLOADS = {
 }
 
 
-def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
+def _one_request(url: str, model: str, body: dict[str, Any]) -> tuple[str, float]:
     """Run one request to completion; returns (request id, client-side seconds)."""
     t0 = time.perf_counter()
     if model.endswith("t2v"):
@@ -73,7 +74,7 @@ def _one_request(url: str, model: str, body: dict) -> tuple[str, float]:
     return resp.json()["id"], time.perf_counter() - t0
 
 
-def bench_model(model: str, repeats: int, threads: int) -> dict:
+def bench_model(model: str, repeats: int, threads: int) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-refserver-"))
     port = free_port()
     # the command and environment the plugin starts it with (ReferenceLauncher)
@@ -140,7 +141,7 @@ def _spread(values: list[float]) -> str:
     return f"{med:8.1f} [{min(values):.0f}-{max(values):.0f}, cv {cv:.0%}]"
 
 
-def print_table(results: list[dict]) -> None:
+def print_table(results: list[dict[str, Any]]) -> None:
     print(
         f"{'model':15} {'load ms':>8} {'ready ms':>9}  {'e2e ms median [min-max, cv]':32} "
         f"{'server total ms':32} {'step ms':>8}"

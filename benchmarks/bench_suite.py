@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 # The README's commands (README.md "Tests"; .ci/run runs FULL): keep the three in step.
@@ -29,7 +30,7 @@ SMOKE_TARGET = "tests/_util/test_names.py"
 DURATION = re.compile(r"^(\d+\.\d+)s (setup|call|teardown)\s+(.+)$")
 
 
-def run(args: list[str]) -> dict:
+def run(args: list[str]) -> dict[str, Any]:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
@@ -83,7 +84,7 @@ def main() -> int:
         print(f"\n| slowest tests ({name}) | phase | s |\n|---|---|---|")
         for seconds, phase, test in r["slowest"]:
             print(f"| `{test}` | {phase} | {float(seconds):.1f} |")
-    return max(r["code"] for _, r in results.values())
+    return int(max(r["code"] for _, r in results.values()))
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ from pytest_diffperf.cases import load_cases
 from pytest_diffperf.perf.limits import (
     Check,
     CheckKind,
+    JudgeRules,
     Preset,
     evaluate,
     get_preset,
@@ -180,7 +181,7 @@ class Pool:
 
     @property
     def requests(self) -> int:
-        return self.steps.shape[1]
+        return int(self.steps.shape[1])
 
 
 def bundled_tolerances(profile: str) -> Tolerances:
@@ -422,7 +423,7 @@ def baseline_checks(pool: Pool, base_p: np.ndarray, start: np.ndarray, tol: Tole
     idx = start[:, None] + np.arange(BASELINE_REQUESTS)
     med = {name: np.median(v[base_p[:, None], idx], axis=1) for name, v in pool.metrics.items()}
     steps = np.median(pool.steps[base_p[:, None], idx], axis=1)
-    preset = get_preset("sglang")
+    rules = JudgeRules(tol, get_preset("sglang"), tuple(STEP_FRACTIONS))
 
     def scenario(t: int) -> ScenarioBaseline:
         return ScenarioBaseline(
@@ -434,7 +435,7 @@ def baseline_checks(pool: Pool, base_p: np.ndarray, start: np.ndarray, tol: Tole
         )
 
     def plan(t: int) -> list[Check]:
-        checks = plan_checks(scenario(t), tol, preset, step_fractions=STEP_FRACTIONS, is_video=False, num_frames=None)
+        checks = plan_checks(scenario(t), rules, is_video=False, num_frames=None)
         return [c for c in checks if c.unit == "ms"]
 
     template = plan(0)
@@ -720,7 +721,8 @@ def live_trial(
                 ab_result, ab_wall = replace(result, stop=decision.reason), time.monotonic() - started
         for profile, tol in profiles.items():
             if profile not in static:
-                judged = judge_noisy("live", baseline, candidates, tol, preset, fractions, spolicy, sum(static_cost))
+                rules = JudgeRules(tol, preset, tuple(fractions))
+                judged = judge_noisy("live", baseline, candidates, rules, spolicy, sum(static_cost))
                 if not judged.remeasure:
                     noise = judged.result.noise
                     named = noise.attribution.named if noise and noise.attribution else []
@@ -736,7 +738,7 @@ def live_trial(
     sglang = {
         profile: any(
             r.verdict == "fail"
-            for r in evaluate(baseline, single, tol, preset, step_fractions=fractions)
+            for r in evaluate(baseline, single, JudgeRules(tol, preset, tuple(fractions)))
             if r.check.unit == "ms"
         )
         for profile, tol in profiles.items()

@@ -27,11 +27,10 @@ from ._util.findings import Finding, read_for_lint, schema_problems
 from ._util.jsonfile import read_json_object, validate
 from ._util.names import name_problem
 from ._util.text import did_you_mean
+from ._util.values import MAX_WAIT_S
 from .errors import DiffperfError
 from .sglang.casefile import case_file_data
 from .sglang.source import is_sglang_source
-
-MAX_WAIT_S = 7 * 24 * 3600.0  # a timeout: longer than a week is a typo (and overflows the timers it reaches)
 
 
 def _plain_name(value: str) -> str:

@@ -1,8 +1,8 @@
 """pytest entry point (``pytest11``): hook functions; the work, and the other plugin objects, live in ``suite``.
 
 The rest of the plugin is imported, and the session built, only once ``--diffperf``, regeneration
-(``--regen-baselines``) or ground-truth regeneration is asked for: a plain ``pytest`` loads four
-small modules of it besides this one (errors, suite.options, suite.stash, _util.text).
+(``--regen-baselines``) or ground-truth regeneration is asked for: a plain ``pytest`` loads small
+modules of it only (errors, suite.options, suite.stash, and the option parsers suite.options imports).
 """
 
 from __future__ import annotations

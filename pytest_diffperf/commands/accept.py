@@ -7,15 +7,16 @@ import sys
 from pathlib import Path
 
 from .._util.keywords import keyword_matcher
+from .._util.values import argtype, fraction_below_one
 from ..errors import DiffperfError
 from ..perf.baselines import load_baselines
 from ..regen.accept import SIDES, Inputs, plan, regenerator
-from ..regen.policy import POLICIES, RegenSettings, parse_min_improvement
+from ..regen.policy import POLICIES, RegenSettings
 from ..regen.summary import summary_lines
 from ..regen.writer import diffs
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "accept",
         help="write baselines from the results files of a run that already happened (a CI run's shards)",
@@ -34,7 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--policy", choices=POLICIES, default="replace", help="as --regen-policy (default: replace)")
     parser.add_argument(
-        "--min-improvement", default="5%", help="e2e gain the improve policy needs (0.05 or 5%%; default 5%%)"
+        "--min-improvement",
+        type=argtype(fraction_below_one),
+        default="5%",
+        help="e2e gain the improve policy needs (0.05 or 5%%; default 5%%)",
     )
     parser.add_argument("-k", dest="keyword", metavar="EXPR", default="", help="only scenarios matching, as pytest -k")
     parser.add_argument("--dry-run", action="store_true", help="print the summary and the diff; write nothing")
@@ -50,9 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = RegenSettings(
-        args.policy, parse_min_improvement(args.min_improvement, "--min-improvement"), args.dry_run
-    )
+    settings = RegenSettings(args.policy, args.min_improvement, args.dry_run)
     select = keyword_matcher(args.keyword)
     inputs = Inputs.read(results_paths(args.results))
     hardware = inputs.merged.get("hardware")

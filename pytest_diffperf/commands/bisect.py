@@ -29,7 +29,7 @@ MARKS: dict[str, Mark] = {"regressed": "bad", "unchanged": "good", "improved": "
 RESULTS_VERSION = 1
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "bisect",
         usage="diffperf bisect --good REV --bad REV [-k EXPR] [--metric e2e|STAGE] [options] -- PYTEST-ARGS",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -15,7 +14,8 @@ from .._util import tempdirs
 from .._util.atomicfile import write_atomic
 from .._util.outputs import check_folder, check_writable
 from .._util.text import format_table
-from ..cases import MAX_WAIT_S, load_case_file
+from .._util.values import argtype, count, seconds
+from ..cases import load_case_file
 from ..compare import history
 from ..compare.engine import Run, comparison_document, plan_runs, run_all
 from ..errors import DiffperfError
@@ -28,7 +28,7 @@ RESULTS_FILE, LOGS_FOLDER = "comparison-results.json", "comparison-logs"
 OUTPUT_PREFIX = "diffperf-compare-"  # the default output: <temp>/diffperf-compare-<random>/, swept after 3 days
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "compare",
         help="run every case on every framework and report median latencies",
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--measurement-repeats",
-        type=_positive(int),
+        type=argtype(count),
         metavar="N",
         help="measured requests per case (default: the file's measurement_repeats)",
     )
@@ -79,35 +79,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--startup-timeout",
-        type=_positive(float, MAX_WAIT_S),
+        type=argtype(seconds),
         default=1200.0,
         metavar="S",
         help="seconds for a server to become ready (default: %(default)g)",
     )
     parser.add_argument(
         "--request-timeout",
-        type=_positive(float, MAX_WAIT_S),
+        type=argtype(seconds),
         default=600.0,
         metavar="S",
         help="seconds per request when a case sets no timeout_s (default: %(default)g)",
     )
     parser.set_defaults(func=run)
-
-
-def _positive(kind: type, most: float = math.inf):
-    noun = {int: "integer", float: "number"}[kind]
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or not 0 < value < math.inf or value > most:
-            limit = f", at most {most:g}" if most < math.inf else ""
-            raise argparse.ArgumentTypeError(f"expected a positive {noun}{limit}, got {text!r}")
-        return value
-
-    return parse
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from .._util.atomicfile import dumps_json, write_atomic
 from .._util.jsonfile import validate
@@ -17,7 +18,7 @@ from ..sglang.source import locate, names_installed
 from ..sglang.task_types import TABLE_ENV, load_table
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "import-cases",
         help="convert SGLang's case lists (gpu_cases.py) into a JSON case file",
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(args: argparse.Namespace, data: dict) -> None:
+def _summary(args: argparse.Namespace, data: dict[str, Any]) -> None:
     """What was converted, on stderr (stdout may be the case file)."""
     source = data["sglang_source"]
     cases, skipped = data["cases"], data["not_expressible"]

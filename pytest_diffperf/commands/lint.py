@@ -23,7 +23,7 @@ from ..sglang.source import is_sglang_source
 T = TypeVar("T")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "lint",
         help="check baseline, consistency-threshold and case files",

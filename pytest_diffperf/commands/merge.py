@@ -21,7 +21,7 @@ from ..results.stepsummary import markdown
 from ..results.tables import REASON_WIDTH, summary_table
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "merge",
         help="merge the results files of shards into one, with one summary",

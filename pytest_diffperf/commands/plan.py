@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import Any
 
+from .._util.values import argtype, count, seconds
 from ..errors import DiffperfError
 from ..perf.scenarios import CLI_FLAGS, load_scenario_set
 from ..serving.launchers import get_launcher, group_key
@@ -16,7 +16,7 @@ from ..sharding.plan import MAX_SHARDS, MAX_TIME_S, MIN_TIME_S, TARGET_TIME_S, p
 CHOICE_OPTIONS = ("target_time", "min_time", "max_time", "max_shards")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "plan",
         help="split a suite into time-balanced shards for a CI matrix",
@@ -33,11 +33,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--suites", help="SGLang's suites to read from the case lists, as --diffperf-suites")
     parser.add_argument("--hardware", help="platform, as --diffperf-hardware")
     parser.add_argument("--server", default="sglang", help="launcher, as --diffperf-server (default: sglang)")
-    parser.add_argument("--shards", type=int, help="number of shards N (default: chosen from the times below)")
-    parser.add_argument("--target-time", type=float, help=f"preferred seconds per shard (default: {TARGET_TIME_S:g})")
-    parser.add_argument("--min-time", type=float, help=f"fewest seconds per shard (default: {MIN_TIME_S:g})")
-    parser.add_argument("--max-time", type=float, help=f"most seconds per shard (default: {MAX_TIME_S:g})")
-    parser.add_argument("--max-shards", type=int, help=f"most shards (default: {MAX_SHARDS})")
+    parser.add_argument(
+        "--shards", type=argtype(count), help="number of shards N (default: chosen from the times below)"
+    )
+    parser.add_argument(
+        "--target-time", type=argtype(seconds), help=f"preferred seconds per shard (default: {TARGET_TIME_S:g})"
+    )
+    parser.add_argument("--min-time", type=argtype(seconds), help=f"fewest seconds per shard (default: {MIN_TIME_S:g})")
+    parser.add_argument("--max-time", type=argtype(seconds), help=f"most seconds per shard (default: {MAX_TIME_S:g})")
+    parser.add_argument("--max-shards", type=argtype(count), help=f"most shards (default: {MAX_SHARDS})")
     parser.set_defaults(func=run)
 
 
@@ -64,9 +68,4 @@ def _limits(args: argparse.Namespace) -> dict[str, Any]:
         raise DiffperfError(
             f"give either --shards or {flags} (which choose the number of shards), not both", source="--shards"
         )
-    for name, value in {"shards": args.shards, **given}.items():
-        if value is not None and not (value > 0 and math.isfinite(value)):
-            raise DiffperfError(
-                f"expected a positive, finite number, got {value:g}", source="--" + name.replace("_", "-")
-            )
     return given

@@ -6,18 +6,19 @@ import argparse
 import json
 import textwrap
 from dataclasses import asdict
+from typing import Any
 
 from .._util.text import did_you_mean, format_table
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet, load_baselines
-from ..perf.limits import Check, get_preset, plan_checks
+from ..perf.limits import Check, JudgeRules, get_preset, plan_checks
 from ..perf.schema import ScenarioBaseline
 from ..protocol import DENOISING_STAGE, PER_FRAME_STAGE
 
 VIDEO_MARKERS = ("t2v", "i2v", "v2v", "ref2v", "video")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "show",
         help="print the checks and limits of baseline scenarios",
@@ -51,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.num_frames is not None and args.num_frames < 1:
         raise DiffperfError(f"expected a positive number of frames, got {args.num_frames}", source="--num-frames")
     baselines = load_baselines(args.file, args.hardware, runner_name=args.runner)
-    tol = baselines.profile(args.profile)
-    preset = get_preset(args.preset)
+    rules = JudgeRules(baselines.profile(args.profile), get_preset(args.preset), tuple(baselines.step_fractions))
     names = args.scenarios or list(baselines.scenarios)
     for name in names:
         _require(baselines, name)
@@ -62,9 +62,7 @@ def run(args: argparse.Namespace) -> int:
         is_video = is_video_scenario(name, scenario) if args.video is None else args.video
         checks = plan_checks(
             scenario,
-            tol,
-            preset,
-            step_fractions=baselines.step_fractions,
+            rules,
             is_video=is_video,
             num_frames=args.num_frames,
             denoising_stages={s for s in scenario.stages_ms if s.endswith(DENOISING_STAGE)},
@@ -83,7 +81,9 @@ def _require(baselines: BaselineSet, name: str) -> None:
         raise DiffperfError(f"no scenario {name!r}{hint}", source=str(baselines.primary), key="scenarios")
 
 
-def _as_data(args, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Check]]]) -> dict:
+def _as_data(
+    args: argparse.Namespace, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Check]]]
+) -> dict[str, Any]:
     return {
         "file": str(baselines.primary),
         "profile": args.profile,
@@ -100,7 +100,7 @@ def _as_data(args, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Che
     }
 
 
-def _print_text(args, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Check]]]) -> None:
+def _print_text(args: argparse.Namespace, baselines: BaselineSet, plans: dict[str, tuple[bool, list[Check]]]) -> None:
     runner = f", runner overrides {baselines.runner_prefix!r}" if baselines.runner_prefix else ""
     print(f"profile {args.profile}, preset {args.preset}{runner}")
     for name, (is_video, checks) in plans.items():

@@ -14,7 +14,7 @@ from ..results.tables import num, pct
 from ..verdicts.changepoint import ALPHA, MIN_CHANGE, MIN_SIZE
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "trend",
         help="each scenario's series over a history of runs, with its change points",

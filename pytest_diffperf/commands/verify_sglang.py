@@ -45,7 +45,7 @@ class Verdict:
     detail: str = ""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "verify-sglang",
         help="check a release's own SGLang harness against what the plugin sends and starts, case by case",

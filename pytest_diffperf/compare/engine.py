@@ -150,7 +150,9 @@ def _with_log(error: str, pool: ServerPool, spec: ServerSpec) -> str:
     return f"{error} (log: {log})" if log and Path(log).exists() else error
 
 
-def result_row(case: Case, framework: str, samples: Sequence[Sample], missing: int, error: str | None = None) -> dict:
+def result_row(
+    case: Case, framework: str, samples: Sequence[Sample], missing: int, error: str | None = None
+) -> dict[str, Any]:
     """One result row: medians of the client-side times and of the server's perf records."""
     latencies = [round(s.client_ms / 1000, 3) for s in samples]
     records = [s.record for s in samples if s.record is not None]

@@ -77,7 +77,7 @@ def _picks(frames: list[np.ndarray], is_video: bool, cfg: ConsistencyConfig) -> 
         raise ValueError("no output frames to compare")
     for i, frame in enumerate(frames):
         check_frame(frame, f"output frame {i}")
-    return cfg.frame_spec.select(len(frames)) if is_video else [(0, "")]
+    return cfg.frames.select(len(frames)) if is_video else [(0, "")]
 
 
 def _regenerate(

@@ -94,7 +94,8 @@ class Embedder:
         with torch.inference_mode():
             out = self._model.encode_image(batch, normalize=True)
         self.images_embedded += len(frames)
-        return out.float().numpy()
+        embeddings: np.ndarray = out.float().numpy()
+        return embeddings
 
 
 _LOADED: dict[tuple[str, str], Embedder] = {}

@@ -20,28 +20,22 @@ from .clip import DEFAULT_MODEL, DEFAULT_PRETRAINED, resolve_weights
 from .frames import DEFAULT_FRAMES, FrameSpec, parse_frames_spec
 
 SKIP_VARS = ("DIFFPERF_SKIP_CONSISTENCY", "SGLANG_SKIP_CONSISTENCY")
+DEFAULT_FRAME_SPEC = parse_frames_spec(DEFAULT_FRAMES)
 
 
 @dataclass(frozen=True)
 class ConsistencyConfig:
-    """Everything ``check_output`` needs besides the output; the frame spec is checked on creation."""
+    """Everything ``check_output`` needs besides the output."""
 
     gt_dir: Path | None
     platform: str | None = None
     clip_model: str = DEFAULT_MODEL
     clip_pretrained: str = DEFAULT_PRETRAINED
-    frames: str = DEFAULT_FRAMES
+    frames: FrameSpec = DEFAULT_FRAME_SPEC
     artifacts_dir: Path | None = None
     regen: bool = False
     skip: bool = False
     skip_reason: str = ""  # e.g. "SGLANG_SKIP_CONSISTENCY=1", for the report header
-
-    def __post_init__(self) -> None:
-        parse_frames_spec(self.frames)
-
-    @property
-    def frame_spec(self) -> FrameSpec:
-        return parse_frames_spec(self.frames)
 
     def require_gt_dir(self) -> Path:
         """The ground-truth folder; a DiffperfError naming the option when none is set."""
@@ -59,7 +53,7 @@ class ConsistencyConfig:
         if self.skip:
             return f"skipped ({self.skip_reason or 'skip requested'})"
         where = f"{self.gt_dir}" + (f" (platform folder {self.platform}/ first)" if self.platform else "")
-        return f"GT {where}, CLIP {self.clip_model}/{self.clip_pretrained}, frames {self.frames}"
+        return f"GT {where}, CLIP {self.clip_model}/{self.clip_pretrained}, frames {self.frames.text}"
 
 
 def config_from_env(
@@ -67,7 +61,7 @@ def config_from_env(
     platform: str | None = None,
     clip_model: str | None = None,
     clip_pretrained: str | None = None,
-    frames: str | None = None,
+    frames: FrameSpec | None = None,
     artifacts_dir: Path | None = None,
     regen: bool = False,
     env: Mapping[str, str] | None = None,
@@ -92,7 +86,7 @@ def config_from_env(
         platform=platform,
         clip_model=clip_model or DEFAULT_MODEL,
         clip_pretrained=clip_pretrained or DEFAULT_PRETRAINED,
-        frames=frames or DEFAULT_FRAMES,
+        frames=frames or DEFAULT_FRAME_SPEC,
         artifacts_dir=None if artifacts_dir is None else Path(artifacts_dir).expanduser().resolve(),
         regen=regen or gen_gt,
         skip=bool(skip_by),

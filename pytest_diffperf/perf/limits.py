@@ -70,6 +70,21 @@ def get_preset(name: str) -> Preset:
     return PRESETS[name]
 
 
+@dataclass(frozen=True)
+class JudgeRules:
+    """What a scenario's checks are planned and judged by, besides its baseline and measurement: the profile's
+    tolerances, the preset, the sampled steps, the kinds of check judged (None: all), and whether the platform's
+    memory figures are judged at all (``platforms.checks_vram``/``checks_host_anon``: SGLang judges memory only
+    on CUDA)."""
+
+    tolerances: Tolerances
+    preset: Preset
+    step_fractions: tuple[float, ...] = ()
+    kinds: frozenset[CheckKind] | None = None
+    vram: bool = True
+    host_anon: bool = True
+
+
 def limit(expected: float, rel: float, pad: float) -> float:
     """The one limit formula."""
     return max(expected * (1 + rel), expected + pad)
@@ -120,25 +135,20 @@ def step_indices(num_steps: int, step_fractions: Sequence[float]) -> list[int]:
 
 def plan_checks(
     scenario: ScenarioBaseline,
-    tol: Tolerances,
-    preset: Preset,
+    rules: JudgeRules,
     *,
-    step_fractions: Sequence[float],
     is_video: bool,
     num_frames: int | None,
     num_steps: int | None = None,
     denoising_stages: Collection[str] = frozenset({DENOISING_STAGE}),
     memory: Mapping[str, float] | None = None,
-    vram: bool = True,
-    host_anon: bool = True,
 ) -> list[Check]:
-    """Every check the engine makes for a scenario.
+    """Every check the engine makes for a scenario by ``rules`` (of ``rules.kinds`` only, when given).
 
     ``num_steps`` is the measured step count (default: the baseline's highest index + 1);
-    ``memory`` the measured memory figures (None: plan as if all were measured). ``vram`` and
-    ``host_anon`` say whether the platform's memory figures are judged at all
-    (``platforms.checks_vram``/``checks_host_anon``: SGLang judges memory only on CUDA).
+    ``memory`` the measured memory figures (None: plan as if all were measured).
     """
+    tol, preset = rules.tolerances, rules.preset
     tt = scenario.timing_tolerance
 
     def timing(rel: float) -> float:
@@ -162,7 +172,7 @@ def plan_checks(
     if num_steps is None:
         num_steps = max(baseline_steps) + 1 if baseline_steps else 0
     step_pad = preset.video_step_pad_ms if is_video else preset.pad_ms
-    for i in step_indices(num_steps, step_fractions):
+    for i in step_indices(num_steps, rules.step_fractions):
         if i not in baseline_steps:
             continue
         rel, pad = (preset.first_step_rel, preset.first_step_pad_ms) if i == 0 else (tol.denoise_step, step_pad)
@@ -182,8 +192,8 @@ def plan_checks(
         key = f"stages_ms.{PER_FRAME_STAGE}"
         add("per_frame", "per_frame", per_frame, timing(tol.denoise_stage), preset.pad_ms, key)
 
-    _plan_memory(scenario, tol, preset, memory, add, vram=vram, host_anon=host_anon)
-    return checks
+    _plan_memory(scenario, tol, preset, memory, add, vram=rules.vram, host_anon=rules.host_anon)
+    return checks if rules.kinds is None else [c for c in checks if c.kind in rules.kinds]
 
 
 def _plan_memory(
@@ -254,31 +264,17 @@ def samples(measurement: Measurement) -> dict[str, list[float]]:
     return samples
 
 
-def evaluate(
-    scenario: ScenarioBaseline,
-    measurement: Measurement,
-    tol: Tolerances,
-    preset: Preset,
-    *,
-    step_fractions: Sequence[float],
-    vram: bool = True,
-    host_anon: bool = True,
-) -> list[CheckResult]:
-    """Every check of the scenario against the measurement, with its verdict (``vram``/``host_anon``: see
-    ``plan_checks``)."""
-    values = measured_values(measurement, preset)
+def evaluate(scenario: ScenarioBaseline, measurement: Measurement, rules: JudgeRules) -> list[CheckResult]:
+    """Every check of the scenario by ``rules`` (see ``plan_checks``) against the measurement, with its verdict."""
+    values = measured_values(measurement, rules.preset)
     checks = plan_checks(
         scenario,
-        tol,
-        preset,
-        step_fractions=step_fractions,
+        rules,
         is_video=measurement.is_video,
         num_frames=measurement.num_frames,
         num_steps=max((len(s) for s in measurement.steps), default=0),
         denoising_stages=measurement.denoising_stages,
         memory={k: v for k, v in values.items() if k in measurement.memory},
-        vram=vram,
-        host_anon=host_anon,
     )
     return [judge_check(check, values.get(check.name)) for check in checks]
 

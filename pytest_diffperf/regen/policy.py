@@ -18,16 +18,15 @@ null. A scenario without an entry is added.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ..errors import DiffperfError
 from ..protocol import DENOISING_STAGE
 
-POLICIES = ("replace", "improve", "tighten")
+RegenPolicy = Literal["replace", "improve", "tighten"]
+POLICIES: tuple[RegenPolicy, ...] = get_args(RegenPolicy)
 Action = Literal["added", "replaced", "tightened", "kept"]
 ACTIONS: tuple[Action, ...] = get_args(Action)
 STEPS = "denoise_step_ms"
@@ -41,34 +40,11 @@ TOP_LEVEL = (  # (path in the scenario, label): the metrics improve never lets g
 )
 
 
-def parse_policy(raw: object) -> str:
-    policy = str(raw).strip().lower()
-    if policy not in POLICIES:
-        raise DiffperfError(f"unknown policy {raw!r}; expected one of: {', '.join(POLICIES)}", source="--regen-policy")
-    return policy
-
-
-def parse_min_improvement(raw: object, option: str = "--regen-min-improvement") -> float:
-    """``5%`` or ``0.05``: a fraction in [0, 1) (``option`` names it in the error)."""
-    text = str(raw).strip()
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value < 1:
-        raise DiffperfError(f"expected a fraction in [0, 1) such as 0.05 or 5%, got {raw!r}", source=option)
-    return value
-
-
 @dataclass(frozen=True)
 class RegenSettings:
-    policy: str
-    min_improvement: float
+    policy: RegenPolicy
+    min_improvement: float  # a fraction in [0, 1)
     dry_run: bool
-
-    @classmethod
-    def parse(cls, policy: object, min_improvement: object, dry_run: bool) -> RegenSettings:
-        return cls(parse_policy(policy), parse_min_improvement(min_improvement), dry_run)
 
 
 @dataclass(frozen=True)

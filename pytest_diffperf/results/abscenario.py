@@ -20,7 +20,7 @@ from ..cases import Case
 from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
-from ..perf.schema import ScenarioBaseline, Tolerances
+from ..perf.schema import ScenarioBaseline
 from ..serving.abservers import ABServers, PairRun, Side
 from ..serving.client import Output
 from ..serving.measure import Sample
@@ -67,9 +67,7 @@ def judge_ab(
     servers: ABServers,
     design: ABDesign,
     policy: VerdictPolicy,
-    tolerances: Tolerances,
-    preset: limits.Preset,
-    step_fractions: Sequence[float],
+    rules: limits.JudgeRules,
 ) -> ABScenario:
     """Run the scenario's A/B design on ``servers`` and judge it (see the module docstring)."""
     runs: list[PairRun] = []
@@ -83,7 +81,7 @@ def judge_ab(
     ab = run(design_for(design, scenario_id), measure, policy)
     wall_s = time.monotonic() - started
     side = {s: measurement(runs, s, servers.case) for s in ("base", "candidate")}
-    memory = memory_checks(side["base"], side["candidate"], tolerances, preset, step_fractions)
+    memory = memory_checks(side["base"], side["candidate"], rules)
     record = ab_record(ab, servers, wall_s, [pair_samples(pair) for pair in runs])
     failing = [r for r in memory if not r.passed]
     verdict = "fail" if failing else SCENARIO_VERDICT[ab.verdict]
@@ -106,7 +104,10 @@ def judge_ab(
         for pair in runs
         for s in ("base", "candidate")
         for row in request_rows(
-            scenario_id, pair.samples[s], _measurement(pair.samples[s], servers.case, pair.load_ms[s]), step_fractions
+            scenario_id,
+            pair.samples[s],
+            _measurement(pair.samples[s], servers.case, pair.load_ms[s]),
+            rules.step_fractions,
         )
     ]
     first = runs[0].samples["candidate"] if runs else []
@@ -139,18 +140,12 @@ def measurement(runs: Sequence[PairRun], side: Side, case: Case) -> Measurement:
     return replace(one, load_ms=loads)
 
 
-def memory_checks(
-    base: Measurement,
-    candidate: Measurement,
-    tolerances: Tolerances,
-    preset: limits.Preset,
-    step_fractions: Sequence[float],
-) -> list[limits.CheckResult]:
+def memory_checks(base: Measurement, candidate: Measurement, rules: limits.JudgeRules) -> list[limits.CheckResult]:
     """The candidate's memory peaks against the base's (the base's as the baseline), by the limit formula."""
     if not base.e2e_ms or not candidate.e2e_ms:
         return []
     baseline = ScenarioBaseline.model_validate(entry_from_measurement(base))
-    results = limits.evaluate(baseline, candidate, tolerances, preset, step_fractions=step_fractions)
+    results = limits.evaluate(baseline, candidate, rules)
     return [r for r in results if r.check.unit == "MiB"]
 
 

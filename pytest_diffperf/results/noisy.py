@@ -12,12 +12,12 @@ stage's change against its stored value with its own interval.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..perf import limits
 from ..perf.measurement import Measurement
-from ..perf.schema import ScenarioBaseline, Tolerances
+from ..perf.schema import ScenarioBaseline
 from ..verdicts.attribution import Attribution, Change, attribute
 from ..verdicts.metrics import stage_of
 from ..verdicts.static import StaticPolicy, StaticResult, judge_static_checks, remeasure, scenario_verdict
@@ -58,31 +58,18 @@ def judge_noisy(
     scenario_id: str,
     baseline: ScenarioBaseline,
     attempts: Sequence[Measurement],
-    tolerances: Tolerances,
-    preset: limits.Preset,
-    step_fractions: Sequence[float],
+    rules: limits.JudgeRules,
     policy: StaticPolicy,
     wall_s: float,
-    *,
-    kinds: Collection[limits.CheckKind] | None = None,
-    vram: bool = True,
-    host_anon: bool = True,
 ) -> NoisyJudgement:
-    """Judge the attempts so far; ``remeasure`` follows :func:`pytest_diffperf.verdicts.static.remeasure`.
-    ``kinds``, ``vram``, ``host_anon``: the checks judged, as :func:`.verdict.judge_limits`'s."""
+    """Judge the attempts so far by ``rules``, as :func:`.verdict.judge_limits`; ``remeasure`` follows
+    :func:`pytest_diffperf.verdicts.static.remeasure`."""
     measurement = pooled(attempts)
-    engine = limits.evaluate(
-        baseline, measurement, tolerances, preset, step_fractions=step_fractions, vram=vram, host_anon=host_anon
-    )
-    if kinds is not None:
-        engine = [r for r in engine if r.check.kind in kinds]
+    engine = limits.evaluate(baseline, measurement, rules)
     per_attempt = [limits.samples(m) for m in attempts]
     samples = {r.check.name: [a.get(r.check.name, []) for a in per_attempt] for r in engine}
     noisy = judge_static_checks([r.check for r in engine], samples, policy, denoising=measurement.denoising_stages)
-    result = judge_limits(
-        scenario_id, baseline, measurement, tolerances, preset, step_fractions,
-        kinds=kinds, vram=vram, host_anon=host_anon,
-    )  # fmt: skip
+    result = judge_limits(scenario_id, baseline, measurement, rules)
     judged = {r.check.name: r for r in noisy}
     fixed = [r for r in engine if not r.passed and r.check.name not in judged]  # memory, missing: deterministic
     verdict = scenario_verdict(noisy) if noisy else "pass"
@@ -103,7 +90,7 @@ def judge_noisy(
         failing = fixed + [r for r in engine if r.check.name in judged and judged[r.check.name].verdict == "fail"]
         lines = [r.text() for r in noisy if r.verdict == "fail"]
         result.verdict = "fail"
-        table = format_failures(failing, limits.samples(measurement), preset.statistic)
+        table = format_failures(failing, limits.samples(measurement), rules.preset.statistic)
         result.message = f"{PERF_PREFIX} {len(failing)} check(s) failed ({cost})\n{table}"
         result.message += "".join(f"\n  {line}" for line in lines)
         if attribution is not None:

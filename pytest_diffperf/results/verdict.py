@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..cases import Case
@@ -12,7 +12,7 @@ from ..errors import DiffperfFailure
 from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
-from ..perf.schema import ScenarioBaseline, Tolerances
+from ..perf.schema import ScenarioBaseline
 from ..serving.measure import Sample
 from .model import CheckRecord, ScenarioResult
 from .tables import format_failures
@@ -23,7 +23,7 @@ JUDGED = {"e2e": "e2e_ms", "load": "load_ms", "avg_denoise": "avg_step_ms", "med
 PERF_PREFIX = "PERFORMANCE:"  # consistency failures start with "CONSISTENCY:" instead
 # What SGLang judges of a case with run_perf_check false: "disabling stage checks must not disable the
 # request's e2e guard" (test_server_common.py:470-472).
-E2E_AND_LOAD: tuple[limits.CheckKind, ...] = ("e2e", "load")
+E2E_AND_LOAD: frozenset[limits.CheckKind] = frozenset({"e2e", "load"})
 
 
 class ScenarioFailure(DiffperfFailure):
@@ -92,29 +92,16 @@ def check_record(r: limits.CheckResult) -> CheckRecord:
 
 
 def judge_limits(
-    scenario_id: str,
-    baseline: ScenarioBaseline,
-    measurement: Measurement,
-    tolerances: Tolerances,
-    preset: limits.Preset,
-    step_fractions: Sequence[float],
-    *,
-    kinds: Collection[limits.CheckKind] | None = None,
-    vram: bool = True,
-    host_anon: bool = True,
+    scenario_id: str, baseline: ScenarioBaseline, measurement: Measurement, rules: limits.JudgeRules
 ) -> ScenarioResult:
-    """Every check of the scenario (of ``kinds`` only, when given), and its verdict: fail when a check failed or is
-    missing. ``vram``/``host_anon``: whether the platform's memory figures are judged (``limits.plan_checks``)."""
-    results = limits.evaluate(
-        baseline, measurement, tolerances, preset, step_fractions=step_fractions, vram=vram, host_anon=host_anon
-    )
-    if kinds is not None:
-        results = [r for r in results if r.check.kind in kinds]
+    """Every check of the scenario by ``rules`` (``limits.plan_checks``), and its verdict: fail when a check failed
+    or is missing."""
+    results = limits.evaluate(baseline, measurement, rules)
     checks = [check_record(r) for r in results]
     verdicts = {r.verdict for r in results}
     if verdicts & {"fail", "missing"}:
         failing = sum(r.verdict in ("fail", "missing") for r in results)
-        table = format_failures(results, limits.samples(measurement), preset.statistic)
+        table = format_failures(results, limits.samples(measurement), rules.preset.statistic)
         message = f"{PERF_PREFIX} {failing} check(s) failed\n{table}"
         return ScenarioResult(scenario=scenario_id, verdict="fail", checks=checks, message=message)
     if "unguarded" in verdicts:

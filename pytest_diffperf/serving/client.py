@@ -182,7 +182,8 @@ def _json(resp: requests.Response, url: str) -> dict[str, Any]:
     if resp.status_code != 200:
         raise RequestError(f"{url} answered HTTP {resp.status_code}: {resp.text[:500]}")
     try:
-        return resp.json()
+        body: dict[str, Any] = resp.json()
+        return body
     except ValueError:
         raise RequestError(f"{url} answered HTTP 200 with a body that is not JSON: {resp.text[:200]!r}") from None
 
@@ -277,4 +278,5 @@ def expected_frame_count(case: Case) -> int | None:
     extra = case.sglang_request_extra
     if not (case.is_video and case.num_frames and extra.get("enable_frame_interpolation")):
         return None
-    return (case.num_frames - 1) * 2 ** int(extra.get("frame_interpolation_exp") or 1) + 1
+    factor: int = 2 ** int(extra.get("frame_interpolation_exp") or 1)
+    return (case.num_frames - 1) * factor + 1

@@ -156,7 +156,7 @@ def free_port(host: str = "127.0.0.1", ports: range | None = None) -> int:
                 sock.bind((host, port))
             except OSError:
                 continue
-            return sock.getsockname()[1]
+            return int(sock.getsockname()[1])
     raise ServerError(f"no free port on {host} in {_span(ports)}" if ports else f"no free port on {host}")
 
 

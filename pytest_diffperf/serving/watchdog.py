@@ -78,7 +78,7 @@ def _alive(procs: Sequence[psutil.Process], parent: int) -> bool:
 
 def _running(proc: psutil.Process) -> bool:
     try:
-        return proc.status() != psutil.STATUS_ZOMBIE
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
 

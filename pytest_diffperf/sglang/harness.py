@@ -126,7 +126,8 @@ class Harness:
     def diffusion_server(self) -> Callable[..., Iterator[Any]]:
         """SGLang's ``diffusion_server`` fixture as the generator function it decorates, to run with a case:
         ``inspect.unwrap`` follows the ``__wrapped__`` that every pytest since 8.0 sets on a fixture."""
-        return inspect.unwrap(self.common.diffusion_server)
+        fixture: Callable[..., Iterator[Any]] = inspect.unwrap(self.common.diffusion_server)
+        return fixture
 
 
 def load(

@@ -12,27 +12,31 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._util.values import BadValue
 from ..errors import DiffperfError
 
 WORKER_PORTS = range(20000, 32000)  # below Linux's ephemeral range, split among xdist workers
 
 
-def visible_devices(option: str | None, var: str, environ: Mapping[str, str] = os.environ) -> tuple[str, ...] | None:
-    """``--diffperf-devices`` or ``$var`` split on commas; None when neither is set (or empty).
+def visible_devices(
+    option: tuple[str, ...] | None, var: str, environ: Mapping[str, str] = os.environ
+) -> tuple[str, ...] | None:
+    """``--diffperf-devices``, else ``$var`` split on commas; None when neither is set (or empty)."""
+    if option is not None:
+        return option
+    return tuple(d.strip() for d in environ.get(var, "").split(",") if d.strip()) or None
 
-    An option with an empty entry (``0,,1``, ``,,``) or a device twice is a DiffperfError.
-    """
-    if option is None:  # the platform's variable, as the platform reads it
-        return tuple(d.strip() for d in environ.get(var, "").split(",") if d.strip()) or None
-    text, source = option, "--diffperf-devices"
+
+def device_list(text: str) -> tuple[str, ...]:
+    """``--diffperf-devices``: ids separated by commas, none empty (``0,,1``), none twice."""
     if not text.strip():
-        raise DiffperfError("expected device ids separated by commas (e.g. 0,1,2,3), got nothing", source=source)
+        raise BadValue("expected device ids separated by commas (e.g. 0,1,2,3), got nothing")
     devices = tuple(d.strip() for d in text.split(","))
     if not all(devices):
-        raise DiffperfError(f"expected device ids separated by commas (e.g. 0,1,2,3), got {text!r}", source=source)
+        raise BadValue(f"expected device ids separated by commas (e.g. 0,1,2,3), got {text!r}")
     twice = sorted({d for d in devices if devices.count(d) > 1})
     if twice:
-        raise DiffperfError(f"device {', '.join(twice)} listed twice in {text!r}", source=source)
+        raise BadValue(f"device {', '.join(twice)} listed twice in {text!r}")
     return devices
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._util.values import BadValue
 from ..errors import DiffperfError
 from ..perf.schema import ScenarioBaseline
 
@@ -140,31 +141,35 @@ def choose_count(
     return max(1, min(n, groups))
 
 
-def parse_shard(shard: str | None, shard_id: str | None, num_shards: str | None) -> tuple[int, int] | None:
-    """``--diffperf-shard K/N`` or ``--diffperf-shard-id K --diffperf-num-shards N``, 1 <= K <= N."""
+def shard_spec(text: str) -> tuple[int, int]:
+    """``--diffperf-shard K/N``: shard K of N, 1 <= K <= N."""
+    k, sep, n = text.partition("/")
+    if not (sep and (k + n).isascii() and k.strip().isdigit() and n.strip().isdigit()):
+        raise BadValue(f"expected K/N with whole numbers (shard K of N, 1-based, e.g. 2/4), got {text!r}")
+    return _one_of(int(k), int(n), text)
+
+
+def _one_of(k: int, n: int, text: str) -> tuple[int, int]:
+    if not 1 <= k <= n:
+        raise BadValue(f"shard K/N needs 1 <= K <= N (K is 1-based), got {text!r}")
+    return k, n
+
+
+def which_shard(shard: tuple[int, int] | None, shard_id: int | None, num_shards: int | None) -> tuple[int, int] | None:
+    """``--diffperf-shard K/N``, or ``--diffperf-shard-id K`` with ``--diffperf-num-shards N`` (None: no shard)."""
     if shard is not None and (shard_id is not None or num_shards is not None):
         raise DiffperfError(
             "give either --diffperf-shard K/N or --diffperf-shard-id with --diffperf-num-shards, not both",
             source="--diffperf-shard",
         )
-    if shard is not None:
-        k, sep, n = str(shard).partition("/")
-        flag, text = "--diffperf-shard", str(shard)
-    elif shard_id is None and num_shards is None:
-        return None
-    elif shard_id is None or num_shards is None:
+    if shard is not None or (shard_id is None and num_shards is None):
+        return shard
+    if shard_id is None or num_shards is None:
         missing = "--diffperf-shard-id" if shard_id is None else "--diffperf-num-shards"
         raise DiffperfError(
-            f"also needs {missing}", source="--diffperf-shard-id" if shard_id else "--diffperf-num-shards"
+            f"also needs {missing}", source="--diffperf-shard-id" if shard_id is not None else "--diffperf-num-shards"
         )
-    else:
-        k, sep, n = str(shard_id), "/", str(num_shards)
-        flag, text = "--diffperf-shard-id/--diffperf-num-shards", f"{shard_id}/{num_shards}"
-    if not (sep and (k + n).isascii() and k.strip().isdigit() and n.strip().isdigit()):
-        raise DiffperfError(
-            f"expected K/N with whole numbers (shard K of N, 1-based, e.g. 2/4), got {text!r}", source=flag
-        )
-    k_num, n_num = int(k), int(n)
-    if not 1 <= k_num <= n_num:
-        raise DiffperfError(f"shard K/N needs 1 <= K <= N (K is 1-based), got {text!r}", source=flag)
-    return k_num, n_num
+    try:
+        return _one_of(shard_id, num_shards, f"{shard_id}/{num_shards}")
+    except BadValue as exc:
+        raise DiffperfError(str(exc), source="--diffperf-shard-id/--diffperf-num-shards") from None

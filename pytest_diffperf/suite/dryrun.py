@@ -90,7 +90,7 @@ class DryRun:
             self.plans.append(str(props[DRY_RUN_PROPERTY]))
 
     @pytest.hookimpl
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.plans:
             return
         terminalreporter.section("diffperf dry run")

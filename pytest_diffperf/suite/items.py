@@ -10,7 +10,7 @@ import json
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -205,24 +205,17 @@ class ScenarioItem(pytest.Item):
         """
         assert self.case is not None
         assert self.baseline is not None
-        tolerances = session.baselines.profile(session.settings.profile or "")
-        step_fractions = session.baselines.step_fractions
-        vram, host_anon = session.memory_checks()
-        kinds = None if self.case.run_perf_check else E2E_AND_LOAD
+        assert session.rules is not None
+        rules = session.rules if self.case.run_perf_check else replace(session.rules, kinds=E2E_AND_LOAD)
         started = time.monotonic() - measure_s
         noisy = session.static_policy if self.case.perf_repeat_requests >= 2 else None
 
         def judge(attempts: Sequence[Attempt]) -> tuple[ScenarioResult, bool]:
             assert self.baseline is not None
             if noisy is None:  # SGLang's rule: the latest measurement alone
-                return judge_limits(
-                    self.name, self.baseline, attempts[-1].measurement, tolerances, session.preset, step_fractions,
-                    kinds=kinds, vram=vram, host_anon=host_anon,
-                ), False  # fmt: skip
-            judged = judge_noisy(
-                self.name, self.baseline, [a.measurement for a in attempts], tolerances, session.preset,
-                step_fractions, noisy, time.monotonic() - started, kinds=kinds, vram=vram, host_anon=host_anon,
-            )  # fmt: skip
+                return judge_limits(self.name, self.baseline, attempts[-1].measurement, rules), False
+            measurements = [a.measurement for a in attempts]
+            judged = judge_noisy(self.name, self.baseline, measurements, rules, noisy, time.monotonic() - started)
             return judged.result, judged.remeasure
 
         return self._attempts(session, first, judge, noisy.max_attempts if noisy is not None else 1)
@@ -285,15 +278,12 @@ class ScenarioItem(pytest.Item):
         """Judge the scenario A/B on fresh server pairs (``results.abscenario``), compare the candidate's output, report."""
         assert self.case is not None
         assert self.spec is not None
-        assert session.settings.profile is not None
+        assert session.rules is not None
         timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
         meter = session.interference.meter(self.spec.num_gpus)
         servers = ab.servers(self.case, self.spec, timeout)
-        tolerances = session.baselines.profile(session.settings.profile)
         try:
-            judged = judge_ab(
-                self.name, servers, ab.design, ab.policy, tolerances, session.preset, session.baselines.step_fractions
-            )
+            judged = judge_ab(self.name, servers, ab.design, ab.policy, session.rules)
         finally:
             servers.close()
         # both sides shared whatever else ran: reported, the verdict kept

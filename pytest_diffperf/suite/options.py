@@ -1,4 +1,4 @@
-"""Command-line options and ini keys, defined once, read into a frozen ``Settings``.
+"""Command-line options and ini keys, defined once as the fields of a frozen ``Settings``, each value parsed once.
 
 Every option is also an ini key in ``[tool.pytest.ini_options]`` (``--diffperf-cases`` ->
 ``diffperf_cases``); the command line wins. Paths from the ini file are relative to the rootdir,
@@ -8,25 +8,49 @@ paths from the command line to the invocation directory.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, overload
 
 import pytest
 
 from .._util.text import is_switch, truthy
-from ..cases import MAX_WAIT_S
+from .._util.values import (
+    BadValue,
+    choice,
+    count,
+    count_or_zero,
+    fraction,
+    fraction_below_one,
+    seconds,
+    seconds_or_zero,
+)
+from ..consistency.frames import DEFAULT_FRAMES, FrameSpec, parse_frames_spec
 from ..errors import DiffperfError
+from ..serving.sidespec import SideSpec, parse_side_spec
+from ..sharding.devices import device_list
+
+if TYPE_CHECKING:  # their modules load once the plugin runs (see the parsers below), not with a plain pytest
+    from ..perf.limits import Preset
+    from ..regen.policy import RegenPolicy
+    from ..results.model import InconclusiveMode
+    from ..serving.abservers import ServerMode
+    from ..serving.interference import DeviceMode
 
 LAST = "last"  # --diffperf-compare-to's word for the history's latest run
+NoiseMode = Literal["auto", "on", "off"]  # --diffperf-static-noise
+OPTION = "option"  # the key of a Settings field's Option in its metadata
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Option:
     flag: str
     help: str
+    parse: Callable[[str], object]  # the value's text to the value (BadValue or DiffperfError if it is not one)
     default: str | None = None
-    is_path: bool = False
+    is_path: bool = False  # relative to the rootdir (ini) or the invocation directory (command line)
     is_flag: bool = False  # takes no value on the command line; ini: true/false
     words: tuple[str, ...] = ()  # values of a path option kept as they are, never made a path
 
@@ -35,182 +59,286 @@ class Option:
         return self.flag.lstrip("-").replace("-", "_")
 
 
-OPTIONS = (
-    Option("--diffperf", "run the baseline scenarios, judged with tolerance PROFILE (pr_test, long_term, ...)"),
-    Option("--diffperf-baselines", "perf baseline file, or an SGLang perf_baselines/ directory", is_path=True),
-    Option("--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)"),
-    Option(
-        "--diffperf-cases",
-        "case definitions: a JSON case file, SGLang's gpu_cases.py (or a checkout or wheel holding it), "
-        "or sglang (the installed package)",
-        is_path=True,
-        words=("sglang",),
-    ),
-    Option(
-        "--diffperf-server",
-        "server launcher: sglang, reference (the bundled CPU server), or a registered one",
-        default="sglang",
-    ),
-    Option("--diffperf-preset", "limit-formula preset", default="sglang"),
-    Option("--diffperf-json", "write one result row per measured request to this JSON file", is_path=True),
-    Option("--diffperf-startup-timeout", "seconds to wait for a server to become ready", default="1200"),
-    Option("--diffperf-request-timeout", "seconds per request when a case sets no timeout_s", default="600"),
-    Option("--diffperf-shard", "run only shard K of N (1-based, e.g. 2/4); shards are balanced server groups"),
-    Option("--diffperf-shard-id", "shard K (1-based), with --diffperf-num-shards N"),
-    Option("--diffperf-num-shards", "number of shards N, with --diffperf-shard-id K"),
-    Option("--diffperf-devices", "devices to split among xdist workers, e.g. 0,1,2,3 (default: *_VISIBLE_DEVICES)"),
-    Option("--regen-baselines", "measure the selected scenarios and write them into the baseline file", is_flag=True),
-    Option("--regen-policy", "regeneration policy: replace, improve or tighten (see docs/regen.md)", default="replace"),
-    Option("--regen-min-improvement", "e2e gain the improve policy needs (0.05 or 5%%)", default="5%"),
-    Option("--regen-dry-run", "regenerate, print the summary and a diff, write nothing", is_flag=True),
-    Option("--diffperf-gt-dir", "ground-truth folder (SGLang names); else SGLANG_CONSISTENCY_GT_DIR", is_path=True),
-    Option("--diffperf-thresholds", "consistency thresholds: a file or consistency_thresholds/ folder", is_path=True),
-    Option("--diffperf-clip-model", "open_clip architecture for the CLIP similarity", default="ViT-L-14"),
-    Option("--diffperf-clip-pretrained", "CLIP weights: open_clip tag, local file, or none", default="openai"),
-    Option("--diffperf-frames", "video frames to compare: first,mid,last | all | every:K", default="first,mid,last"),
-    Option("--diffperf-artifacts", "write comparison images and metrics per case here", is_path=True),
-    Option("--regen-ground-truth", "write the outputs as ground truth instead of comparing them", is_flag=True),
-    Option(
-        "--diffperf-suites",
-        "SGLang CI suites to read from SGLang's case lists, comma-separated (default: those its CI runs on the platform)",
-    ),
-    Option(
-        "--diffperf-sglang-semantics",
-        "judge SGLang's case lists by the rules of this SGLang release (e.g. 0.5.12) instead of the one detected",
-    ),
-    Option(
-        "--diffperf-dry-run",
-        "print each selected scenario's server command, environment and request; start nothing",
-        is_flag=True,
-    ),
-    Option(
-        "--diffperf-base",
-        "A/B: judge each scenario against this base build, run side by side on fresh servers; SPEC: current, "
-        "or 'python=PATH; program=CMD; pythonpath=DIR; env=NAME=VALUE; args=SERVE ARGS' (docs/verdicts.md)",
-    ),
-    Option("--diffperf-candidate", "A/B: how the candidate is served (SPEC, as --diffperf-base)", default="current"),
-    Option("--diffperf-ab-request-pairs", "A/B: request pairs per process pair", default="4"),
-    Option("--diffperf-ab-max-process-pairs", "A/B: fresh process pairs per scenario at most", default="10"),
-    Option("--diffperf-ab-max-requests", "A/B: measured requests per scenario at most, both sides", default="80"),
-    Option(
-        "--diffperf-ab-min-process-pairs",
-        "A/B: process pairs before any verdict (1 only where calibrated priors show no per-process offsets)",
-        default="2",
-    ),
-    Option(
-        "--diffperf-ab-tolerance",
-        "A/B: the e2e, denoising-stage and step change never called unchanged (default: the profile's)",
-    ),
-    Option(
-        "--diffperf-ab-servers",
-        "A/B: together (base and candidate side by side) or one-at-a-time (a device cannot hold both)",
-        default="together",
-    ),
-    Option(
-        "--diffperf-inconclusive",
-        "an inconclusive verdict: report (the test shows INCONCLUSIVE, the run does not fail) or fail",
-        default="report",
-    ),
-    Option(
-        "--diffperf-static-noise",
-        "judge stored-baseline timing checks with the run's noise: auto (on cpu, for cases of 2+ requests), on, off",
-        default="auto",
-    ),
-    Option("--diffperf-remeasure", "fresh servers a static scenario may be measured on (1: never again)", default="3"),
-    Option("--diffperf-noise", "noise priors calibrated for this runner class (JSON; docs/verdicts.md)", is_path=True),
-    Option(
-        "--diffperf-busy-share",
-        "a static fail measured while other processes took more than this share of the CPUs (or of a device's "
-        "memory) is re-measured on a quiet machine, else inconclusive (machine busy); off: never",
-        default="25%",
-    ),
-    Option(
-        "--diffperf-quiet-wait",
-        "seconds to wait for a quiet machine (a busy fail) or a free device (--diffperf-busy-device wait)",
-        default="120",
-    ),
-    Option(
-        "--diffperf-busy-device",
-        "a server's device held by another process: report (say which and start), wait (then fail), fail",
-        default="report",
-    ),
-    Option(
-        "--diffperf-log-dir",
-        "server logs go in a new folder here (default: pytest's basetemp, which keeps the last 3 runs)",
-        is_path=True,
-    ),
-    Option("--diffperf-progress-every", "seconds between progress lines while a server loads or a request runs", "15"),
-    Option("--diffperf-log-tail", "server log lines in a failure message (default: 200, with --tb=short 20)"),
-    Option("--diffperf-html", "write a self-contained HTML report here (needs the report extra)", is_path=True),
-    Option("--diffperf-history", "append this run's results, with provenance, to this history folder", is_path=True),
-    Option(
-        "--diffperf-compare-to",
-        "compare this run with an earlier --diffperf-json file, or 'last' (the latest run of --diffperf-history)",
-        is_path=True,
-        words=(LAST,),
-    ),
-    Option(
-        "--regen-force", "regenerate even where the baseline file's platform is not the measured hardware", is_flag=True
-    ),
-    Option("--regen-description", "replace the baseline file's metadata.description with this text"),
-)
+@overload
+def option(flag: str, help: str, parse: Callable[[str], T], default: None = None) -> T | None: ...
+@overload
+def option(flag: str, help: str, parse: Callable[[str], T], default: str) -> T: ...
+def option(flag: str, help: str, parse: Callable[[str], T], default: str | None = None) -> T | None:
+    """A Settings field read from option ``flag`` (and its ini key), its value parsed by ``parse``."""
+    value: T | None = field(metadata={OPTION: Option(flag, help, parse, default)})
+    return value
+
+
+def path_option(flag: str, help: str, *, words: tuple[str, ...] = ()) -> Path | None:
+    """A Settings field holding a path (``words``: values kept as given)."""
+    value: Path | None = field(metadata={OPTION: Option(flag, help, Path, is_path=True, words=words)})
+    return value
+
+
+def switch(flag: str, help: str) -> bool:
+    """A Settings field of a flag: on when given (ini: true/false)."""
+    value: bool = field(metadata={OPTION: Option(flag, help, truthy, "false", is_flag=True)})
+    return value
+
+
+# The parsers below import their words when first called: those modules load once the plugin runs.
+def _preset(text: str) -> Preset:
+    from ..perf.limits import PRESETS
+
+    return PRESETS[choice(tuple(PRESETS))(text)]
+
+
+def _shard(text: str) -> tuple[int, int]:
+    from ..sharding.plan import shard_spec
+
+    return shard_spec(text)
+
+
+def _policy(text: str) -> RegenPolicy:
+    from ..regen.policy import POLICIES
+
+    return choice(POLICIES)(text)
+
+
+def _server_mode(text: str) -> ServerMode:
+    from ..serving.abservers import SERVER_MODES
+
+    return choice(SERVER_MODES)(text)
+
+
+def _inconclusive(text: str) -> InconclusiveMode:
+    from ..results.model import InconclusiveMode
+
+    modes: tuple[InconclusiveMode, ...] = get_args(InconclusiveMode)
+    return choice(modes)(text)
+
+
+def _device_mode(text: str) -> DeviceMode:
+    from ..serving.interference import DEVICE_MODES
+
+    return choice(DEVICE_MODES)(text)
+
+
+def _side(flag: str) -> Callable[[str], SideSpec]:
+    """A/B's SPEC of one side (``serving.sidespec``)."""
+    return lambda text: parse_side_spec(text, flag)
+
+
+def _share(text: str) -> float | None:
+    """``--diffperf-busy-share``: a share of the machine in (0, 1], or off (None)."""
+    if text.strip().lower() == "off":
+        return None
+    share = fraction(text)
+    if share > 1:
+        raise BadValue(f"expected a share of the machine between 0 and 1 (25% or 0.25), or off, got {text!r}")
+    return share
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The plugin's configuration for one pytest run: a field per option, named by its dest (``--diffperf``'s:
-    ``profile``)."""
+    """The plugin's configuration for one pytest run, each value parsed: a field per option, named by its dest
+    (``--diffperf``'s: ``profile``). The fields define the options, in ``--help``'s order."""
 
-    profile: str | None
-    diffperf_baselines: Path | None
-    diffperf_hardware: str | None
-    diffperf_cases: Path | None
-    diffperf_server: str
-    diffperf_preset: str
-    diffperf_json: Path | None
-    diffperf_startup_timeout: float
-    diffperf_request_timeout: float
-    diffperf_shard: str | None
-    diffperf_shard_id: str | None
-    diffperf_num_shards: str | None
-    diffperf_devices: str | None
-    regen_baselines: bool
-    regen_policy: str  # checked by regen.RegenSettings
-    regen_min_improvement: str
-    regen_dry_run: bool
-    diffperf_gt_dir: Path | None
-    diffperf_thresholds: Path | None
-    diffperf_clip_model: str
-    diffperf_clip_pretrained: str
-    diffperf_frames: str
-    diffperf_artifacts: Path | None
-    regen_ground_truth: bool
-    diffperf_suites: str | None
-    diffperf_sglang_semantics: str | None
-    diffperf_dry_run: bool
-    diffperf_base: str | None
-    diffperf_candidate: str
-    diffperf_ab_request_pairs: str
-    diffperf_ab_max_process_pairs: str
-    diffperf_ab_max_requests: str
-    diffperf_ab_min_process_pairs: str
-    diffperf_ab_tolerance: str | None
-    diffperf_ab_servers: str
-    diffperf_inconclusive: str
-    diffperf_static_noise: str
-    diffperf_remeasure: str
-    diffperf_noise: Path | None
-    diffperf_log_dir: Path | None = None
-    diffperf_progress_every: float = 15.0
-    diffperf_log_tail: int | None = None  # None: by --tb
-    diffperf_html: Path | None = None
-    diffperf_history: Path | None = None
-    diffperf_compare_to: Path | None = None
-    regen_force: bool = False
-    regen_description: str | None = None
-    diffperf_busy_share: str = "25%"
-    diffperf_quiet_wait: float = 120.0
-    diffperf_busy_device: str = "report"
+    profile: str | None = option(
+        "--diffperf", "run the baseline scenarios, judged with tolerance PROFILE (pr_test, long_term, ...)", str
+    )
+    diffperf_baselines: Path | None = path_option(
+        "--diffperf-baselines", "perf baseline file, or an SGLang perf_baselines/ directory"
+    )
+    diffperf_hardware: str | None = option(
+        "--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)", str
+    )
+    diffperf_cases: Path | None = path_option(
+        "--diffperf-cases",
+        "case definitions: a JSON case file, SGLang's gpu_cases.py (or a checkout or wheel holding it), "
+        "or sglang (the installed package)",
+        words=("sglang",),
+    )
+    diffperf_server: str = option(
+        "--diffperf-server",
+        "server launcher: sglang, reference (the bundled CPU server), or a registered one",
+        str,
+        "sglang",
+    )
+    diffperf_preset: Preset = option("--diffperf-preset", "limit-formula preset", _preset, "sglang")
+    diffperf_json: Path | None = path_option(
+        "--diffperf-json", "write one result row per measured request to this JSON file"
+    )
+    diffperf_startup_timeout: float = option(
+        "--diffperf-startup-timeout", "seconds to wait for a server to become ready", seconds, "1200"
+    )
+    diffperf_request_timeout: float = option(
+        "--diffperf-request-timeout", "seconds per request when a case sets no timeout_s", seconds, "600"
+    )
+    diffperf_shard: tuple[int, int] | None = option(
+        "--diffperf-shard", "run only shard K of N (1-based, e.g. 2/4); shards are balanced server groups", _shard
+    )
+    diffperf_shard_id: int | None = option(
+        "--diffperf-shard-id", "shard K (1-based), with --diffperf-num-shards N", count
+    )
+    diffperf_num_shards: int | None = option(
+        "--diffperf-num-shards", "number of shards N, with --diffperf-shard-id K", count
+    )
+    diffperf_devices: tuple[str, ...] | None = option(
+        "--diffperf-devices",
+        "devices to split among xdist workers, e.g. 0,1,2,3 (default: *_VISIBLE_DEVICES)",
+        device_list,
+    )
+    regen_baselines: bool = switch(
+        "--regen-baselines", "measure the selected scenarios and write them into the baseline file"
+    )
+    regen_policy: RegenPolicy = option(
+        "--regen-policy", "regeneration policy: replace, improve or tighten (see docs/regen.md)", _policy, "replace"
+    )
+    regen_min_improvement: float = option(
+        "--regen-min-improvement", "e2e gain the improve policy needs (0.05 or 5%%)", fraction_below_one, "5%"
+    )
+    regen_dry_run: bool = switch("--regen-dry-run", "regenerate, print the summary and a diff, write nothing")
+    diffperf_gt_dir: Path | None = path_option(
+        "--diffperf-gt-dir", "ground-truth folder (SGLang names); else SGLANG_CONSISTENCY_GT_DIR"
+    )
+    diffperf_thresholds: Path | None = path_option(
+        "--diffperf-thresholds", "consistency thresholds: a file or consistency_thresholds/ folder"
+    )
+    diffperf_clip_model: str = option(
+        "--diffperf-clip-model", "open_clip architecture for the CLIP similarity", str, "ViT-L-14"
+    )
+    diffperf_clip_pretrained: str = option(
+        "--diffperf-clip-pretrained", "CLIP weights: open_clip tag, local file, or none", str, "openai"
+    )
+    diffperf_frames: FrameSpec = option(
+        "--diffperf-frames",
+        "video frames to compare: first,mid,last | all | every:K",
+        parse_frames_spec,
+        DEFAULT_FRAMES,
+    )
+    diffperf_artifacts: Path | None = path_option(
+        "--diffperf-artifacts", "write comparison images and metrics per case here"
+    )
+    regen_ground_truth: bool = switch(
+        "--regen-ground-truth", "write the outputs as ground truth instead of comparing them"
+    )
+    diffperf_suites: str | None = option(
+        "--diffperf-suites",
+        "SGLang CI suites to read from SGLang's case lists, comma-separated (default: those its CI runs on the platform)",
+        str,
+    )
+    diffperf_sglang_semantics: str | None = option(
+        "--diffperf-sglang-semantics",
+        "judge SGLang's case lists by the rules of this SGLang release (e.g. 0.5.12) instead of the one detected",
+        str,
+    )
+    diffperf_dry_run: bool = switch(
+        "--diffperf-dry-run", "print each selected scenario's server command, environment and request; start nothing"
+    )
+    diffperf_base: SideSpec | None = option(
+        "--diffperf-base",
+        "A/B: judge each scenario against this base build, run side by side on fresh servers; SPEC: current, "
+        "or 'python=PATH; program=CMD; pythonpath=DIR; env=NAME=VALUE; args=SERVE ARGS' (docs/verdicts.md)",
+        _side("--diffperf-base"),
+    )
+    diffperf_candidate: SideSpec = option(
+        "--diffperf-candidate",
+        "A/B: how the candidate is served (SPEC, as --diffperf-base)",
+        _side("--diffperf-candidate"),
+        "current",
+    )
+    diffperf_ab_request_pairs: int = option(
+        "--diffperf-ab-request-pairs", "A/B: request pairs per process pair", count, "4"
+    )
+    diffperf_ab_max_process_pairs: int = option(
+        "--diffperf-ab-max-process-pairs", "A/B: fresh process pairs per scenario at most", count, "10"
+    )
+    diffperf_ab_max_requests: int = option(
+        "--diffperf-ab-max-requests", "A/B: measured requests per scenario at most, both sides", count, "80"
+    )
+    diffperf_ab_min_process_pairs: int = option(
+        "--diffperf-ab-min-process-pairs",
+        "A/B: process pairs before any verdict (1 only where calibrated priors show no per-process offsets)",
+        count,
+        "2",
+    )
+    diffperf_ab_tolerance: float | None = option(
+        "--diffperf-ab-tolerance",
+        "A/B: the e2e, denoising-stage and step change never called unchanged (default: the profile's)",
+        fraction,
+    )
+    diffperf_ab_servers: ServerMode = option(
+        "--diffperf-ab-servers",
+        "A/B: together (base and candidate side by side) or one-at-a-time (a device cannot hold both)",
+        _server_mode,
+        "together",
+    )
+    diffperf_inconclusive: InconclusiveMode = option(
+        "--diffperf-inconclusive",
+        "an inconclusive verdict: report (the test shows INCONCLUSIVE, the run does not fail) or fail",
+        _inconclusive,
+        "report",
+    )
+    diffperf_static_noise: NoiseMode = option(
+        "--diffperf-static-noise",
+        "judge stored-baseline timing checks with the run's noise: auto (on cpu, for cases of 2+ requests), on, off",
+        choice(get_args(NoiseMode)),
+        "auto",
+    )
+    diffperf_remeasure: int = option(
+        "--diffperf-remeasure", "fresh servers a static scenario may be measured on (1: never again)", count, "3"
+    )
+    diffperf_noise: Path | None = path_option(
+        "--diffperf-noise", "noise priors calibrated for this runner class (JSON; docs/verdicts.md)"
+    )
+    diffperf_busy_share: float | None = option(
+        "--diffperf-busy-share",
+        "a static fail measured while other processes took more than this share of the CPUs (or of a device's "
+        "memory) is re-measured on a quiet machine, else inconclusive (machine busy); off: never",
+        _share,
+        "25%",
+    )
+    diffperf_quiet_wait: float = option(
+        "--diffperf-quiet-wait",
+        "seconds to wait for a quiet machine (a busy fail) or a free device (--diffperf-busy-device wait)",
+        seconds_or_zero,
+        "120",
+    )
+    diffperf_busy_device: DeviceMode = option(
+        "--diffperf-busy-device",
+        "a server's device held by another process: report (say which and start), wait (then fail), fail",
+        _device_mode,
+        "report",
+    )
+    diffperf_log_dir: Path | None = path_option(
+        "--diffperf-log-dir",
+        "server logs go in a new folder here (default: pytest's basetemp, which keeps the last 3 runs)",
+    )
+    diffperf_progress_every: float = option(
+        "--diffperf-progress-every",
+        "seconds between progress lines while a server loads or a request runs",
+        seconds,
+        "15",
+    )
+    diffperf_log_tail: int | None = option(  # None: by --tb
+        "--diffperf-log-tail", "server log lines in a failure message (default: 200, with --tb=short 20)", count_or_zero
+    )
+    diffperf_html: Path | None = path_option(
+        "--diffperf-html", "write a self-contained HTML report here (needs the report extra)"
+    )
+    diffperf_history: Path | None = path_option(
+        "--diffperf-history", "append this run's results, with provenance, to this history folder"
+    )
+    diffperf_compare_to: Path | None = path_option(
+        "--diffperf-compare-to",
+        "compare this run with an earlier --diffperf-json file, or 'last' (the latest run of --diffperf-history)",
+        words=(LAST,),
+    )
+    regen_force: bool = switch(
+        "--regen-force", "regenerate even where the baseline file's platform is not the measured hardware"
+    )
+    regen_description: str | None = option(
+        "--regen-description", "replace the baseline file's metadata.description with this text", str
+    )
+
+
+OPTIONS = tuple(f.metadata[OPTION] for f in fields(Settings))
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -233,62 +361,43 @@ def option_value(config: pytest.Config, dest: str, *, early: bool = False) -> ob
 def option_path(config: pytest.Config, dest: str, *, early: bool = False) -> Path | None:
     """A path option's value as ``read_settings`` resolves it (None if unset)."""
     opt = next(opt for opt in OPTIONS if opt.dest == dest)
-    raw, base = _raw(config, opt, early=early)
+    raw, base, _ = _raw(config, opt, early=early)
     return None if raw is None else (base / str(raw)).resolve()
 
 
-def _raw(config: pytest.Config, opt: Option, *, early: bool = False) -> tuple[object, Path]:
+def _raw(config: pytest.Config, opt: Option, *, early: bool = False) -> tuple[object, Path, str]:
+    """The option's value, the folder a relative path is taken from, and where the value was given."""
     cmdline = getattr(config.known_args_namespace, opt.dest, None) if early else config.getoption(opt.dest)
-    raw, base = cmdline, config.invocation_params.dir
+    raw, base, source = cmdline, config.invocation_params.dir, opt.flag
     if raw == "" and opt.flag != "--diffperf":  # --diffperf= has its own message (plugin.py)
         raise pytest.UsageError(f"diffperf: {opt.flag}: expected a value, got nothing (leave the option out instead)")
     if raw is None:
-        raw, base = config.getini(opt.dest), config.rootpath
+        raw, base, source = config.getini(opt.dest), config.rootpath, f"ini key {opt.dest} ({config.inipath})"
         if opt.is_flag and not is_switch(raw):  # a typo must not switch the setting off without a word
             raise pytest.UsageError(
                 f"diffperf: ini key {opt.dest} ({config.inipath}): expected true or false "
                 f"(1/0, yes/no, on/off), got {raw!r}"
             )
-    return (raw if raw not in (None, "") else opt.default), Path(base)
+    return (raw if raw not in (None, "") else opt.default), Path(base), source
 
 
 def read_settings(config: pytest.Config) -> Settings:
-    values: dict[str, object] = {}
-    for opt in OPTIONS:
-        raw, base = _raw(config, opt)
-        if raw is not None and opt.is_path:
-            raw = Path(str(raw)) if str(raw) in opt.words else (base / str(raw)).resolve()
-        values[opt.dest] = truthy(raw) if opt.is_flag else raw
-    for name in ("diffperf_startup_timeout", "diffperf_request_timeout", "diffperf_progress_every"):
-        values[name] = _seconds(values[name], "--" + name.replace("_", "-"))
-    values["diffperf_quiet_wait"] = _seconds(values["diffperf_quiet_wait"], "--diffperf-quiet-wait", zero_ok=True)
-    values["diffperf_log_tail"] = _count(values["diffperf_log_tail"], "--diffperf-log-tail")
-    values["profile"] = values.pop("diffperf")
-    return Settings(**values)  # type: ignore[arg-type]
+    """Every option parsed into its type (one DiffperfError naming the option on the first bad value)."""
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        opt: Option = f.metadata[OPTION]
+        raw, base, source = _raw(config, opt)
+        values[f.name] = None if raw is None else _parse(opt, str(raw), base, source)
+    return Settings(**values)
 
 
-def _count(raw: object, flag: str) -> int | None:
-    if raw is None:
-        return None
+def _parse(opt: Option, text: str, base: Path, source: str) -> object:
+    if opt.is_path and text not in opt.words:
+        text = str((base / text).resolve())
     try:
-        value = int(str(raw))
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise DiffperfError(f"expected a number of lines (0 or more), got {raw!r}", source=flag)
-    return value
-
-
-def _seconds(raw: object, flag: str, *, zero_ok: bool = False) -> float:
-    """A duration in seconds: positive (or 0 where ``zero_ok``: do not wait), at most a week."""
-    try:
-        value = float(str(raw))
-    except ValueError:
-        raise DiffperfError(f"expected a number of seconds, got {raw!r}", source=flag) from None
-    if not (value >= 0 if zero_ok else value > 0) or value > MAX_WAIT_S:
-        least = "0 or more" if zero_ok else "a positive number of"
-        raise DiffperfError(f"expected {least} seconds, at most {MAX_WAIT_S:.0f} (a week), got {raw!r}", source=flag)
-    return value
+        return opt.parse(text)
+    except BadValue as exc:
+        raise DiffperfError(str(exc), source=source) from None
 
 
 REGEN_ENV_ALIAS = "SGLANG_GEN_BASELINE"

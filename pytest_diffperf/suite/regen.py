@@ -29,7 +29,7 @@ def start_regen(config: pytest.Config, session: DiffperfSession) -> None:
     """Check the run can regenerate (DiffperfError if not), then stash it and register its summary."""
     s = session.settings
     try:
-        settings = RegenSettings.parse(s.regen_policy, s.regen_min_improvement, s.regen_dry_run)
+        settings = RegenSettings(s.regen_policy, s.regen_min_improvement, s.regen_dry_run)
         ids = session.scenario_ids()
         device, measured = measured_on(session.launcher.name)
         run = Regenerator.start(
@@ -66,7 +66,7 @@ class RegenSummary:
                 self.records[report.nodeid] = json.loads(str(value))
 
     @pytest.hookimpl
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         write = terminalreporter.write_line
         terminalreporter.section("diffperf baseline regeneration")
         for warning in self.warnings:

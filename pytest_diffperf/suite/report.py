@@ -121,7 +121,7 @@ class ResultsCollector:
 
     # -- the end of the run ----------------------------------------------------------------------
     @pytest.hookimpl
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.results:
             return
         session = get_session(terminalreporter.config)

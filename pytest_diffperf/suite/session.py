@@ -18,7 +18,7 @@ from ..consistency.config import ConsistencyConfig
 from ..consistency.thresholds import ThresholdSet
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet, load_baselines
-from ..perf.limits import Preset, get_preset
+from ..perf.limits import JudgeRules, Preset
 from ..perf.lint import lint_baselines
 from ..perf.scenarios import ScenarioSet, read_case_lists
 from ..platforms import checks_host_anon, checks_vram, device_env_var
@@ -29,14 +29,14 @@ from ..serving.interference import BusyPolicy, Watch, run_root
 from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
 from ..serving.pool import ServerPool
 from ..sharding.devices import DeviceShare, device_share, visible_devices
-from ..sharding.plan import Shard, parse_shard, plan_shards
+from ..sharding.plan import Shard, plan_shards, which_shard
 from ..verdicts.static import StaticPolicy
 from .consistency import consistency_config, thresholds
 from .logdir import log_dir
 from .options import Settings, ground_truth_requested, read_settings
 from .progress import register as live_progress
 from .validation import check_up_front
-from .verdictsettings import ABRun, ab_run, busy_policy, inconclusive_mode, noise_priors, static_policy
+from .verdictsettings import ABRun, ab_run, noise_priors, static_policy
 
 
 @dataclass
@@ -48,6 +48,7 @@ class DiffperfSession:
     pool: ServerPool
     workdir: Path
     devices: DeviceShare  # this process's devices and ports
+    rules: JudgeRules | None = None  # what every scenario is judged by; None: no profile, nothing judged
     shard: Shard | None = None  # run only this shard's scenarios
     consistency: ConsistencyConfig | None = None  # None: outputs are not compared
     thresholds: ThresholdSet | None = None
@@ -68,8 +69,7 @@ class DiffperfSession:
                 source="--diffperf",
             )
         baselines = load_baselines(settings.diffperf_baselines, settings.diffperf_hardware)
-        if settings.profile:
-            baselines.profile(settings.profile)  # an unknown profile fails now, not once per test
+        rules = judge_rules(baselines, settings)  # an unknown profile fails now, not once per test
         case_file = read_case_lists(
             settings.diffperf_cases,
             settings.diffperf_hardware,
@@ -78,7 +78,7 @@ class DiffperfSession:
         )
         scenarios = ScenarioSet(baselines, case_file, settings.diffperf_hardware)
         cases = scenarios.cases
-        shard = parse_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
+        shard = which_shard(settings.diffperf_shard, settings.diffperf_shard_id, settings.diffperf_num_shards)
         devices = share_of(config, settings)
         try:
             launcher = get_launcher(settings.diffperf_server)
@@ -93,13 +93,14 @@ class DiffperfSession:
         limits = thresholds(settings) if consistency else None
         check_up_front(settings, cases.values(), consistency, baselines.files)
         priors = noise_priors(settings)
-        inconclusive, noise = inconclusive_mode(settings), static_policy(settings, priors)
+        noise = static_policy(settings, priors)
         sweep("diffperf-")  # earlier versions' and crashed runs' work folders in $TMPDIR, once old
         workdir = log_dir(config, settings)  # made by the first server start: none in a collect-only run
         progress = live_progress(config)  # shown live, also from xdist workers
         home = config.invocation_params.dir
         probe = None if launcher.name in CPU_LAUNCHERS else probe_for(settings.diffperf_hardware)
-        interference = Watch(run_root(controller(config)), busy_policy(settings), probe, devices.env)
+        busy = BusyPolicy(settings.diffperf_busy_share, settings.diffperf_quiet_wait, settings.diffperf_busy_device)
+        interference = Watch(run_root(controller(config)), busy, probe, devices.env)
         ab = ab_run(
             settings, baselines, priors, launcher, workdir, devices, progress, home, interference
         )  # git= sides checked out
@@ -107,7 +108,8 @@ class DiffperfSession:
             settings=settings,
             scenarios=scenarios,
             launcher=launcher,
-            preset=get_preset(settings.diffperf_preset),
+            preset=settings.diffperf_preset,
+            rules=rules,
             pool=ServerPool(
                 workdir,
                 settings.diffperf_startup_timeout,
@@ -125,7 +127,7 @@ class DiffperfSession:
             case_source=(case_file.model_extra or {}).get("sglang_source"),
             ab=ab,
             static_policy=noise,
-            inconclusive=inconclusive,
+            inconclusive=settings.diffperf_inconclusive,
             interference=interference,
         )
         try:
@@ -168,11 +170,6 @@ class DiffperfSession:
             self._sharing = Counter(group_of(sid) for sid in self.scenario_ids() if sid in self.cases)
         return (ready_s or 0.0) / max(1, self._sharing.get(group_key(self.cases, self.launcher.name)(scenario_id), 1))
 
-    def memory_checks(self) -> tuple[bool, bool]:
-        """(VRAM, host memory) judged on this platform: where its server reports them (all when it is not set)."""
-        hardware = self.settings.diffperf_hardware
-        return (checks_vram(hardware), checks_host_anon(hardware)) if hardware else (True, True)
-
     def spec(self, scenario_id: str) -> ServerSpec | None:
         case = self.cases.get(scenario_id)
         return ServerSpec.for_case(case, self.launcher.name) if case else None
@@ -186,7 +183,7 @@ class DiffperfSession:
     def header(self) -> dict[str, object]:
         return {
             "profile": self.settings.profile,
-            "preset": self.settings.diffperf_preset,
+            "preset": self.preset.name,
             "hardware": self.settings.diffperf_hardware,
             "baselines": [str(p) for p in self.baselines.files],
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
@@ -271,6 +268,21 @@ class Unmatched:
             lines.append(f"diffperf: {len(self.not_expressible)} case(s) of SGLang's the plugin cannot run (skipped):")
             lines += [f"diffperf:   {sid}: {reason}" for sid, reason in self.not_expressible.items()]
         return lines
+
+
+def judge_rules(baselines: BaselineSet, settings: Settings) -> JudgeRules | None:
+    """The profile's rules (None without one); memory is judged where the platform's server reports it (all of it
+    when the platform is not set)."""
+    if not settings.profile:
+        return None
+    hardware = settings.diffperf_hardware
+    return JudgeRules(
+        baselines.profile(settings.profile),
+        settings.diffperf_preset,
+        tuple(baselines.step_fractions),
+        vram=checks_vram(hardware) if hardware else True,
+        host_anon=checks_host_anon(hardware) if hardware else True,
+    )
 
 
 def controller(config: pytest.Config) -> tuple[int, ...]:

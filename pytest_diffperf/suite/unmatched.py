@@ -42,7 +42,7 @@ class UnmatchedReport:
             self.ran.append(str(scenario))
 
     @pytest.hookimpl
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         lines = [] if self.listed else self.session.unmatched(self.ran).lines()
         if lines:
             terminalreporter.section("diffperf: cases and scenarios that do not meet")

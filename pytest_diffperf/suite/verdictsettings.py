@@ -1,29 +1,25 @@
 """The verdict settings of a run: A/B against a base build, static mode's noise and re-measures, inconclusive.
 
-Read once from the options (one ``DiffperfError`` per bad value, before any server starts) and
-kept on the session: :class:`ABRun` owns one server pool per side for the whole run.
+Built once from the parsed settings (a combination that does not hold is one ``DiffperfError``,
+before any server starts) and kept on the session: :class:`ABRun` owns one server pool per side for the whole run.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, TypeVar, get_args
 
 from ..cases import Case
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
-from ..results.model import InconclusiveMode
-from ..serving.abservers import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
+from ..serving.abservers import SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
-from ..serving.interference import DEVICE_MODES, BusyPolicy, Watch
+from ..serving.interference import Watch
 from ..serving.launchers import Launcher, ServerSpec
 from ..serving.pool import ServerPool
-from ..serving.sidespec import parse_side_spec
 from ..sharding.devices import DeviceShare
 from ..verdicts.design import ABDesign
 from ..verdicts.metrics import VerdictPolicy, one_at_a_time
@@ -31,8 +27,6 @@ from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_p
 from ..verdicts.static import StaticPolicy
 from .options import Settings
 
-NoiseMode = Literal["auto", "on", "off"]
-C = TypeVar("C", bound=str)
 NOISE_PRIORS_MEASURED_ON = frozenset({"cpu"})  # the runner classes the default priors were measured on
 
 
@@ -63,13 +57,13 @@ def noise_priors(settings: Settings) -> NoisePriors | None:
 
 
 def ab_policy(
-    tolerances: Tolerances, override: str | None, priors: NoisePriors | None = None, mode: ServerMode = "together"
+    tolerances: Tolerances, override: float | None, priors: NoisePriors | None = None, mode: ServerMode = "together"
 ) -> VerdictPolicy:
     """The profile's tolerances as A/B tolerances (``--diffperf-ab-tolerance`` replaces e2e's, the denoising
     stage's and the step aggregates'); the calibrated priors where given, else the defaults of the server mode."""
     e2e, denoise, agg = tolerances.e2e, tolerances.denoise_stage, tolerances.denoise_agg
     if override is not None:
-        e2e = denoise = agg = _fraction(override, "--diffperf-ab-tolerance")
+        e2e = denoise = agg = override
     d = VerdictPolicy() if mode == "together" else one_at_a_time(VerdictPolicy())
     d = d if priors is None else calibrated(d, priors.ab)
     return replace(
@@ -96,7 +90,7 @@ def ab_run(
     """The run's A/B settings (None without ``--diffperf-base``); ``git=`` sides are checked out (from the
     repository of ``home``, the folder the tests run from) before it returns."""
     if settings.diffperf_base is None:
-        if settings.diffperf_candidate.strip() != "current":
+        if not settings.diffperf_candidate.is_current:
             raise DiffperfError(
                 "a candidate SPEC needs a base: add --diffperf-base SPEC", source="--diffperf-candidate"
             )
@@ -106,15 +100,14 @@ def ab_run(
     if settings.regen_baselines or settings.regen_dry_run:
         raise DiffperfError("regeneration measures one build: drop --diffperf-base", source="--diffperf-base")
     tolerances = baselines.profile(settings.profile)
-    texts = {"base": settings.diffperf_base, "candidate": settings.diffperf_candidate}
-    specs = {side: parse_side_spec(texts[side], f"--diffperf-{side}") for side in SIDES}
+    specs = {"base": settings.diffperf_base, "candidate": settings.diffperf_candidate}
     design = ABDesign(
-        request_pairs=_count(settings.diffperf_ab_request_pairs, "--diffperf-ab-request-pairs"),
-        max_process_pairs=_count(settings.diffperf_ab_max_process_pairs, "--diffperf-ab-max-process-pairs"),
-        max_requests=_count(settings.diffperf_ab_max_requests, "--diffperf-ab-max-requests"),
-        min_process_pairs=_count(settings.diffperf_ab_min_process_pairs, "--diffperf-ab-min-process-pairs"),
+        request_pairs=settings.diffperf_ab_request_pairs,
+        max_process_pairs=settings.diffperf_ab_max_process_pairs,
+        max_requests=settings.diffperf_ab_max_requests,
+        min_process_pairs=settings.diffperf_ab_min_process_pairs,
     )
-    mode = _choice(settings.diffperf_ab_servers, SERVER_MODES, "--diffperf-ab-servers")
+    mode = settings.diffperf_ab_servers
     policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors, mode)
     checkouts = GitCheckouts(home, progress)
     try:
@@ -142,66 +135,18 @@ def ab_run(
     return ABRun(sides, pools, design, policy, mode, checkouts)
 
 
-def inconclusive_mode(settings: Settings) -> InconclusiveMode:
-    return _choice(settings.diffperf_inconclusive, get_args(InconclusiveMode), "--diffperf-inconclusive")
-
-
 def static_policy(settings: Settings, priors: NoisePriors | None = None) -> StaticPolicy | None:
     """How stored-baseline timing checks are judged: with the run's noise (a policy), or by SGLang's rule (None).
 
     ``auto`` judges with the noise priors where they fit: the runner classes the defaults were
     measured on, or any with calibrated static priors (``--diffperf-noise``).
     """
-    mode = _choice(settings.diffperf_static_noise, get_args(NoiseMode), "--diffperf-static-noise")
-    attempts = _count(settings.diffperf_remeasure, "--diffperf-remeasure")
+    mode = settings.diffperf_static_noise
     if mode == "off":
         return None
     hardware = canonical_platform(settings.diffperf_hardware) if settings.diffperf_hardware else None
     calibrated_here = priors is not None and priors.static.given
     if mode == "auto" and hardware not in NOISE_PRIORS_MEASURED_ON and not calibrated_here:
         return None
-    policy = StaticPolicy(max_attempts=attempts)
+    policy = StaticPolicy(max_attempts=settings.diffperf_remeasure)
     return policy if priors is None else calibrated_static(policy, priors.static)
-
-
-def busy_policy(settings: Settings) -> BusyPolicy:
-    """When a measurement counts as busy, how long to wait for quiet, what to do about a held device."""
-    text = str(settings.diffperf_busy_share).strip().lower()
-    share = None if text == "off" else _fraction(text, "--diffperf-busy-share")
-    if share is not None and share > 1:
-        raise DiffperfError(
-            f"expected a share of the machine between 0 and 1 (25% or 0.25), or off, got {settings.diffperf_busy_share!r}",
-            source="--diffperf-busy-share",
-        )
-    mode = _choice(settings.diffperf_busy_device, DEVICE_MODES, "--diffperf-busy-device")
-    return BusyPolicy(share, settings.diffperf_quiet_wait, mode)
-
-
-def _count(raw: str, flag: str) -> int:
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise DiffperfError(f"expected an integer >= 1, got {raw!r}", source=flag)
-    return value
-
-
-def _fraction(raw: str, flag: str) -> float:
-    """``10%`` or ``0.1``: a fraction > 0."""
-    text = str(raw).strip()
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise DiffperfError(f"expected a fraction > 0 such as 0.1 or 10%, got {raw!r}", source=flag)
-    return value
-
-
-def _choice(raw: str, choices: tuple[C, ...], flag: str) -> C:
-    value = str(raw).strip().lower()
-    for choice in choices:
-        if value == choice:
-            return choice
-    raise DiffperfError(f"expected one of {', '.join(choices)}, got {raw!r}", source=flag)

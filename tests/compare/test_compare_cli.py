@@ -128,10 +128,16 @@ BAD_ARGUMENTS = [
         ["--frameworks", "vllm"],
         "--frameworks: unknown launcher 'vllm'; known: reference, sglang (frameworks: see docs/compare.md)",
     ),
-    (["--measurement-repeats", "0"], "argument --measurement-repeats: expected a positive integer, got '0'"),
-    (["--measurement-repeats", "two"], "argument --measurement-repeats: expected a positive integer, got 'two'"),
-    (["--startup-timeout", "-5"], "argument --startup-timeout: expected a positive number, at most 604800, got '-5'"),
-    (["--startup-timeout", "nan"], "argument --startup-timeout: expected a positive number, at most 604800, got 'nan'"),
+    (["--measurement-repeats", "0"], "argument --measurement-repeats: expected an integer >= 1, got '0'"),
+    (["--measurement-repeats", "two"], "argument --measurement-repeats: expected an integer >= 1, got 'two'"),
+    (
+        ["--startup-timeout", "-5"],
+        "argument --startup-timeout: expected a positive number of seconds, at most 604800 (a week), got '-5'",
+    ),
+    (
+        ["--startup-timeout", "nan"],
+        "argument --startup-timeout: expected a positive number of seconds, at most 604800 (a week), got 'nan'",
+    ),
     (["--report", "nowhere.jsonl"], "nowhere.jsonl: file not found"),
     (
         ["--output", "cases.json/out"],

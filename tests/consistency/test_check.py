@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pytest_diffperf.consistency import clip, groundtruth
+from pytest_diffperf.consistency import clip, groundtruth, manifest
 from pytest_diffperf.consistency.artifacts import write_summary
 from pytest_diffperf.consistency.check import check_output
 from pytest_diffperf.consistency.metrics import pixel_metrics
@@ -133,7 +133,7 @@ def test_missing_gt_lists_names_and_prepares_a_folder(make_cfg, gt_dir, tmp_path
         np.testing.assert_array_equal(np.asarray(Image.open(ready / f"new_1gpu_{name}.png")), frames[index])
     for f in ready.iterdir():  # copied in and recorded, they pass
         (gt_dir / f.name).write_bytes(f.read_bytes())
-    groundtruth.manifest.rebuild(gt_dir)
+    manifest.rebuild(gt_dir)
     assert check_output("new", 1, True, "mp4", frames, VIDEO_T, make_cfg()).status == "passed"
 
 
@@ -155,13 +155,13 @@ def test_tampered_gt_fails_integrity(make_cfg, gt_dir):
     frames = video(9)
     regen(make_cfg, frames=frames)
     target = gt_dir / "vid_1gpu_frame_mid.png"
-    recorded = groundtruth.manifest.sha256(target.read_bytes())
+    recorded = manifest.sha256(target.read_bytes())
     target.write_bytes(groundtruth.encode_png(frames[0]))
     with pytest.raises(ConsistencyFailure) as err:
         check_output("vid", 1, True, "mp4", frames, VIDEO_T, make_cfg())
     msg = str(err.value)
     assert msg.startswith("CONSISTENCY: ground-truth integrity check failed for case vid")
-    assert str(target) in msg and recorded in msg and groundtruth.manifest.sha256(target.read_bytes()) in msg
+    assert str(target) in msg and recorded in msg and manifest.sha256(target.read_bytes()) in msg
     assert f"python -m pytest_diffperf.consistency record {gt_dir}" in msg and "--regen-ground-truth -k vid" in msg
     assert err.value.result.reason == "integrity"
 

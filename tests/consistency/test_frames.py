@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_diffperf.consistency.config import ConsistencyConfig
 from pytest_diffperf.consistency.frames import parse_frames_spec, select_frames
 from pytest_diffperf.errors import DiffperfError
 
@@ -58,8 +57,3 @@ def test_bad_specs_give_one_clear_error(spec, fragment):
 def test_index_past_the_end():
     with pytest.raises(DiffperfError, match="frame 7 asked for, but the video has only 5 frames"):
         select_frames(5, "first,7")
-
-
-def test_config_checks_the_spec_on_creation(tmp_path):
-    with pytest.raises(DiffperfError, match="bad frame 'bogus'"):
-        ConsistencyConfig(gt_dir=tmp_path, frames="bogus")

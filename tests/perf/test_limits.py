@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.limits import (
+    JudgeRules,
     Preset,
     evaluate,
     get_preset,
@@ -62,7 +62,7 @@ def at_baseline(scenario: ScenarioBaseline, factor: float = 1.0, **changes) -> M
 
 def run(fixture_set, tol, name, measurement, **kw):
     scenario = kw.pop("scenario", None) or fixture_set.scenarios[name]
-    return evaluate(scenario, measurement, tol, SGLANG, step_fractions=fixture_set.step_fractions, **kw)
+    return evaluate(scenario, measurement, JudgeRules(tol, SGLANG, tuple(fixture_set.step_fractions)))
 
 
 def verdicts(results) -> dict[str, str]:
@@ -100,8 +100,8 @@ def test_verdict_is_the_formula(expected, rel, pad, actual):
 def test_injected_slowdowns_fail_exactly_those_checks(fixture_set, tol):
     scenario = fixture_set.scenarios["img_t2i"]
     base = at_baseline(scenario)
-    plan = {c.name: c for c in plan_checks(scenario, tol, SGLANG, step_fractions=fixture_set.step_fractions,
-                                           is_video=False, num_frames=None)}  # fmt: skip
+    rules = JudgeRules(tol, SGLANG, tuple(fixture_set.step_fractions))
+    plan = {c.name: c for c in plan_checks(scenario, rules, is_video=False, num_frames=None)}
     over = {name: plan[name].limit + 0.01 for name in ("e2e", "step[4]", "stage[TextEncodingStage]")}
     steps = list(base.steps[0])
     steps[4] = over["step[4]"]
@@ -171,7 +171,7 @@ def test_missing_measurements(fixture_set, tol):
 
 
 def rels(fixture_set, tol, name, **kw) -> dict[str, float]:
-    checks = plan_checks(fixture_set.scenarios[name], tol, SGLANG, step_fractions=fixture_set.step_fractions, **kw)
+    checks = plan_checks(fixture_set.scenarios[name], JudgeRules(tol, SGLANG, tuple(fixture_set.step_fractions)), **kw)
     return {c.name: c.rel for c in checks}
 
 
@@ -197,9 +197,7 @@ def test_runner_overrides_reach_the_limits(layout, runner, e2e_limit):
     baselines = load_baselines(layout / "perf_baselines", "b200", runner_name=runner)
     checks = plan_checks(
         baselines.scenarios["img_t2i"],
-        baselines.profile("pr_test", env={}),
-        SGLANG,
-        step_fractions=baselines.step_fractions,
+        JudgeRules(baselines.profile("pr_test", env={}), SGLANG, tuple(baselines.step_fractions)),
         is_video=False,
         num_frames=None,
     )
@@ -209,9 +207,7 @@ def test_runner_overrides_reach_the_limits(layout, runner, e2e_limit):
 def test_video_pads_and_per_frame(fixture_set, tol):
     checks = plan_checks(
         fixture_set.scenarios["vid_t2v"],
-        tol,
-        SGLANG,
-        step_fractions=[0, 0.5, 1],
+        JudgeRules(tol, SGLANG, (0, 0.5, 1)),
         is_video=True,
         num_frames=100,
     )
@@ -223,9 +219,7 @@ def test_video_pads_and_per_frame(fixture_set, tol):
     assert "step[4]" in by_name  # partial maps: the sampled indices that the baseline has
     no_frames = plan_checks(
         fixture_set.scenarios["vid_t2v"],
-        tol,
-        SGLANG,
-        step_fractions=[0, 0.5, 1],
+        JudgeRules(tol, SGLANG, (0, 0.5, 1)),
         is_video=True,
         num_frames=None,
     )
@@ -255,9 +249,12 @@ def test_step_sampling_uses_the_measured_step_count(fixture_set, tol):
 
 def test_denoising_role_from_the_measurement(fixture_set, tol):
     scenario = fixture_set.scenarios["img_t2i"]
-    kw: dict[str, Any] = dict(step_fractions=[0], is_video=False, num_frames=None)
-    default = {c.name: c.rel for c in plan_checks(scenario, tol, SGLANG, **kw)}
-    flagged = {c.name: c.rel for c in plan_checks(scenario, tol, SGLANG, denoising_stages={"TextEncodingStage"}, **kw)}
+    rules = JudgeRules(tol, SGLANG, (0,))
+    default = {c.name: c.rel for c in plan_checks(scenario, rules, is_video=False, num_frames=None)}
+    flagged = {
+        c.name: c.rel
+        for c in plan_checks(scenario, rules, denoising_stages={"TextEncodingStage"}, is_video=False, num_frames=None)
+    }
     assert default["stage[DenoisingStage]"] == 0.25 and default["stage[TextEncodingStage]"] == 0.8
     assert flagged["stage[DenoisingStage]"] == 0.8 and flagged["stage[TextEncodingStage]"] == 0.25
 
@@ -266,7 +263,7 @@ def test_memory_check_selection(fixture_set, tol):
     scenario = fixture_set.scenarios["img_t2i"]
 
     def names(memory):
-        checks = plan_checks(scenario, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None, memory=memory)
+        checks = plan_checks(scenario, JudgeRules(tol, SGLANG), is_video=False, num_frames=None, memory=memory)
         return [c.name for c in checks if c.unit == "MiB"]
 
     assert names(None) == ["load_peak_allocated_mb", "runtime_peak_allocated_mb"]
@@ -282,12 +279,12 @@ def test_memory_check_selection(fixture_set, tol):
             "runtime_peak_host_anon_mb": 200.0,
         }
     )
-    plan = plan_checks(with_extra, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None)
+    plan = plan_checks(with_extra, JudgeRules(tol, SGLANG), is_video=False, num_frames=None)
     by_name = {c.name: c for c in plan}
     assert by_name["warmup_peak_vram_mb"].rel == 0.02 and by_name["warmup_peak_vram_mb"].pad == 128
     assert by_name["runtime_peak_host_anon_mb"].rel == 0.02 and by_name["runtime_peak_host_anon_mb"].pad == 256
     measured = {"load_peak_allocated_mb": 1.0, "runtime_peak_allocated_mb": 1.0}  # no warmup, no host figures
-    plan = plan_checks(with_extra, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None, memory=measured)
+    plan = plan_checks(with_extra, JudgeRules(tol, SGLANG), is_video=False, num_frames=None, memory=measured)
     assert {c.name for c in plan if c.unit == "MiB"} == set(measured)
 
 
@@ -298,7 +295,7 @@ def test_several_samples_use_the_preset_statistic(fixture_set, tol):
     median = {r.check.name: r for r in run(fixture_set, tol, "img_t2i", three)}
     assert median["e2e"].actual == 1100.0 and median["e2e"].verdict == "pass"
     worst = Preset("worst", statistic="max")
-    results = evaluate(scenario, three, tol, worst, step_fractions=fixture_set.step_fractions)
+    results = evaluate(scenario, three, JudgeRules(tol, worst, tuple(fixture_set.step_fractions)))
     assert {r.check.name: r.actual for r in results}["e2e"] == 5000.0
 
 
@@ -311,9 +308,7 @@ def test_unknown_statistic_is_a_clear_error():
 
 def test_preset_constants_are_configurable(fixture_set, tol):
     strict = dataclasses.replace(SGLANG, name="strict", pad_ms=0.0, stage_pad_ms=1.0, decoding_pad_ms=1.0)
-    checks = plan_checks(
-        fixture_set.scenarios["img_t2i"], tol, strict, step_fractions=[], is_video=False, num_frames=None
-    )
+    checks = plan_checks(fixture_set.scenarios["img_t2i"], JudgeRules(tol, strict), is_video=False, num_frames=None)
     by_name = {c.name: c for c in checks}
     assert by_name["e2e"].pad == 0.0 and by_name["stage[TextEncodingStage]"].limit == pytest.approx(36.0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_diffperf import platforms
-from pytest_diffperf.perf.limits import evaluate, plan_checks
+from pytest_diffperf.perf.limits import JudgeRules, evaluate, plan_checks
 
 from .test_limits import SGLANG, at_baseline, fixture_set, tol  # noqa: F401 (fixtures)
 
@@ -40,7 +40,7 @@ def test_no_memory_checks_are_planned_or_judged_where_the_platform_reports_none(
     )
 
     def units(**flags):
-        checks = plan_checks(scenario, tol, SGLANG, step_fractions=[], is_video=False, num_frames=None, **flags)
+        checks = plan_checks(scenario, JudgeRules(tol, SGLANG, **flags), is_video=False, num_frames=None)
         return sorted(c.name for c in checks if c.unit == "MiB")
 
     assert units() == [
@@ -51,7 +51,7 @@ def test_no_memory_checks_are_planned_or_judged_where_the_platform_reports_none(
     assert units(vram=False, host_anon=False) == []
     # a ROCm run: the server writes no device snapshots, so nothing comes out missing
     measurement = at_baseline(scenario, memory={})
-    results = evaluate(scenario, measurement, tol, SGLANG, step_fractions=[], vram=False, host_anon=False)
+    results = evaluate(scenario, measurement, JudgeRules(tol, SGLANG, vram=False, host_anon=False))
     assert [r.check.name for r in results if r.verdict == "missing"] == []
-    results = evaluate(scenario, measurement, tol, SGLANG, step_fractions=[])
+    results = evaluate(scenario, measurement, JudgeRules(tol, SGLANG))
     assert {r.check.name for r in results if r.verdict == "missing"} >= {"load_peak_vram_mb", "runtime_peak_vram_mb"}

@@ -9,7 +9,7 @@ import pytest
 from pytest_diffperf.commands.lint import lint_paths
 from pytest_diffperf.consistency.thresholds import load_thresholds
 from pytest_diffperf.perf.baselines import load_baselines
-from pytest_diffperf.perf.limits import get_preset, plan_checks
+from pytest_diffperf.perf.limits import JudgeRules, get_preset, plan_checks
 from tests.support.cli import diffperf
 
 
@@ -55,9 +55,7 @@ def test_real_every_check_builds(sglang_data):
         for scenario in baselines.scenarios.values():
             checks = plan_checks(
                 scenario,
-                tol,
-                preset,
-                step_fractions=baselines.step_fractions,
+                JudgeRules(tol, preset, tuple(baselines.step_fractions)),
                 is_video=False,
                 num_frames=None,
             )
@@ -75,9 +73,7 @@ def test_flux_image_t2i_limits_match_sglang(sglang_data):
     tol = baselines.profile("pr_test", env={})
     checks = plan_checks(
         scenario,
-        tol,
-        get_preset("sglang"),
-        step_fractions=baselines.step_fractions,
+        JudgeRules(tol, get_preset("sglang"), tuple(baselines.step_fractions)),
         is_video=False,
         num_frames=None,
     )

@@ -61,12 +61,21 @@ def test_user_errors_are_one_line_without_traceback(pytester, suite):
         (["--diffperf-baselines=missing.json"], "missing.json: file not found"),
         (["--diffperf-hardware=tpu"], "tpu"),
         (["--diffperf-server=comfy"], "unknown launcher 'comfy'; known: reference, sglang"),
-        (["--diffperf-preset=fast"], "unknown preset 'fast'"),
+        (["--diffperf-preset=fast"], "--diffperf-preset: expected one of sglang, got 'fast'"),
         (
             ["--diffperf-startup-timeout=-1"],
             "--diffperf-startup-timeout: expected a positive number of seconds, at most 604800 (a week)",
         ),
         (["--diffperf-request-timeout=soon"], "--diffperf-request-timeout: expected a number of seconds, got 'soon'"),
+        (
+            ["--diffperf-shard-id=first", "--diffperf-num-shards=2"],
+            "--diffperf-shard-id: expected an integer >= 1, got 'first'",
+        ),
+        (
+            ["--diffperf-num-shards=0", "--diffperf-shard-id=1"],
+            "--diffperf-num-shards: expected an integer >= 1, got '0'",
+        ),
+        (["--diffperf-devices=0,,1"], "--diffperf-devices: expected device ids separated by commas (e.g. 0,1,2,3)"),
     ]
     (pytester.path / "broken_cases.json").write_text('{"cases": [{"id": "a", "task": "text-to-image"}]}')
     cases.append((["--diffperf-cases=broken_cases.json"], "broken_cases.json: cases.0.model: required key is missing"))
@@ -76,6 +85,21 @@ def test_user_errors_are_one_line_without_traceback(pytester, suite):
         assert result.ret == 4, (extra, err)
         assert expected in err, (extra, err)
         assert "Traceback" not in err and err.count("ERROR: diffperf:") == 1
+
+
+def test_a_bad_ini_value_names_the_ini_key_and_file(pytester, suite):
+    args = suite([tiny_case("a")], {"a": GENEROUS})
+    pytester.makeini("[pytest]\ndiffperf_startup_timeout = soon\ndiffperf_ab_tolerance = 0\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == 4
+    ini = pytester.path / "tox.ini"
+    result.stderr.fnmatch_lines(
+        [f"ERROR: diffperf: ini key diffperf_startup_timeout ({ini}): expected a number of seconds, got 'soon'"]
+    )
+    result = pytester.runpytest(*args, "--diffperf-startup-timeout=60")  # the command line wins, then the next key
+    result.stderr.fnmatch_lines(
+        [f"ERROR: diffperf: ini key diffperf_ab_tolerance ({ini}): expected a fraction > 0 such as 0.1 or 10%, got '0'"]
+    )
 
 
 def test_diffperf_without_baselines_says_what_to_pass(pytester):

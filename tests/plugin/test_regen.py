@@ -321,7 +321,7 @@ def snapshot_dir(path: Path) -> dict[str, bytes | None]:
     [
         (
             ["--regen-policy=fastest"],
-            "--regen-policy: unknown policy 'fastest'; expected one of: replace, improve, tighten",
+            "--regen-policy: expected one of replace, improve, tighten, got 'fastest'",
         ),
         (
             ["--regen-min-improvement=5"],

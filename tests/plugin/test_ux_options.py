@@ -29,7 +29,7 @@ def args(suite):
             "diffperf: --diffperf-compare-to: no earlier run in the history *hist",
         ),
         (["--diffperf-compare-to=nothere.json"], "diffperf: *nothere.json*"),
-        (["--diffperf-log-tail=-3"], "diffperf: --diffperf-log-tail: expected a number of lines (0 or more), got '-3'"),
+        (["--diffperf-log-tail=-3"], "diffperf: --diffperf-log-tail: expected an integer >= 0, got '-3'"),
         (["--diffperf-progress-every=0"], "diffperf: --diffperf-progress-every: *"),
     ],
 )

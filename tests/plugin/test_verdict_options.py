@@ -140,7 +140,7 @@ def test_a_b_tolerances_are_the_profiles_unless_given():
     assert (policy.e2e.tolerance, policy.denoising_stage.tolerance, policy.denoise_agg.tolerance) == (0.25, 0.3, 0.2)
     assert (policy.stage.tolerance, policy.load.tolerance) == (0.8, 0.5)
     assert policy.e2e.gated and policy.denoising_stage.gated and not policy.stage.gated
-    given = ab_policy(profile, "10%")
+    given = ab_policy(profile, 0.1)
     assert (given.e2e.tolerance, given.denoising_stage.tolerance, given.denoise_agg.tolerance) == (0.1, 0.1, 0.1)
     assert given.stage.tolerance == 0.8
     assert policy.e2e.noise == E2E_NOISE

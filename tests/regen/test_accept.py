@@ -268,11 +268,6 @@ def test_every_layout_gets_its_scenarios_platform_file_and_npu_fragment(tmp_path
         ),
         (lambda d: d, ["-k", "sd_tiny"], "no scenario of the results to accept matches -k 'sd_tiny'"),
         (lambda d: d, ["-k", "flux and ("], "-k: cannot parse 'flux and (': expected a word, 'not' or '(' at the end"),
-        (
-            lambda d: d,
-            ["--min-improvement=150%"],
-            "--min-improvement: expected a fraction in [0, 1) such as 0.05 or 5%, got '150%'",
-        ),
         (lambda d: {**d, "rows": [{"scenario": "flux_tiny_t2i"}]}, [], "TMP/r.json: rows.0.e2e_ms: required key is"),
     ],
 )
@@ -286,3 +281,13 @@ def test_bad_inputs_are_one_clear_line_and_write_nothing(tmp_path, capsys, chang
     else:
         assert err.startswith("diffperf accept: error: " + message), err
     assert "Traceback" not in err
+
+
+def test_a_bad_min_improvement_is_an_argument_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["accept", "r.json", "--min-improvement=150%"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "diffperf accept: error: argument --min-improvement: expected a fraction in [0, 1) such as 0.05 or 5%, "
+        "got '150%'\n"
+    )

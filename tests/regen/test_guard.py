@@ -58,7 +58,7 @@ def test_the_change_is_announced_before_the_write_and_the_description_kept(tmp_p
     def announce(decision):
         seen.append((decision_lines("a", str(path), decision, dry_run=False), path.read_text()))
 
-    settings = RegenSettings.parse("replace", "5%", False)
+    settings = RegenSettings("replace", 0.05, False)
     metadata = run_metadata("replace", "h100", tmp_path, measured_on="AMD EPYC (cpu)")
     regenerate(path, "a", measured, settings, metadata, announce)
     ((lines, text_then),) = seen

@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.perf.lint import lint_scenario
-from pytest_diffperf.regen.policy import changes, decide, parse_min_improvement, parse_policy
+from pytest_diffperf.regen.policy import changes, decide
 
 EXISTING = {
     "notes": "from CI run 123",
@@ -210,22 +209,3 @@ def test_changes_lists_numeric_differences():
         ("stages_ms.B", None, 2.0),
         ("expected_load_ms", None, 5.0),
     ]
-
-
-@pytest.mark.parametrize(("raw", "value"), [("5%", 0.05), ("0.05", 0.05), (" 12.5% ", 0.125), ("0", 0.0)])
-def test_min_improvement_accepts_fractions_and_percentages(raw, value):
-    assert parse_min_improvement(raw) == pytest.approx(value)
-
-
-@pytest.mark.parametrize("raw", ["five", "-1%", "1", "100%", "nan", ""])
-def test_min_improvement_errors_name_the_option(raw):
-    with pytest.raises(DiffperfError, match=r"^--regen-min-improvement: expected a fraction in \[0, 1\)"):
-        parse_min_improvement(raw)
-
-
-def test_policy_names():
-    assert parse_policy(" Tighten ") == "tighten"
-    with pytest.raises(
-        DiffperfError, match=r"^--regen-policy: unknown policy 'fastest'; expected one of: replace, improve, tighten$"
-    ):
-        parse_policy("fastest")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_diffperf.cases import Case
-from pytest_diffperf.perf.limits import get_preset
+from pytest_diffperf.perf.limits import JudgeRules, get_preset
 from pytest_diffperf.perf.schema import Tolerances
 from pytest_diffperf.protocol import MemorySnapshot, PerfRecord, StageRecord
 from pytest_diffperf.results.abscenario import (
@@ -81,12 +81,13 @@ def test_memory_is_checked_against_the_base_deterministically():
     runs = [pair_run(0, [200.0] * 3, [200.0] * 3, host_mb=900.0)]
     base, cand = measurement(runs, "base", case), measurement(runs, "candidate", case)
     assert list(base.load_ms) == [8000.0]
-    checks = memory_checks(base, cand, TOL, get_preset("sglang"), [0.0, 1.0])
+    rules = JudgeRules(TOL, get_preset("sglang"), (0.0, 1.0))
+    checks = memory_checks(base, cand, rules)
     by_name = {c.check.name: c for c in checks}
     assert by_name["runtime_peak_host_anon_mb"].verdict == "fail"  # 900 > max(500 * 1.1, 500 + 256)
     assert all(c.check.unit == "MiB" for c in checks)
     same = measurement([pair_run(0, [200.0] * 3, [200.0] * 3)], "candidate", case)
-    assert {c.verdict for c in memory_checks(base, same, TOL, get_preset("sglang"), [0.0, 1.0])} == {"pass"}
+    assert {c.verdict for c in memory_checks(base, same, rules)} == {"pass"}
 
 
 def test_the_runs_own_noise_needs_two_process_pairs():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_diffperf.perf.limits import get_preset
+from pytest_diffperf.perf.limits import JudgeRules, get_preset
 from pytest_diffperf.perf.measurement import Measurement
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.results.noisy import judge_noisy, pooled
@@ -24,7 +24,7 @@ BASELINE = ScenarioBaseline(
 )
 TIGHT = Tolerances(e2e=0.1, denoise_stage=0.1, non_denoise_stage=0.5, denoise_step=0.5, denoise_agg=0.1, load=0.5)
 WIDE = Tolerances(e2e=4.0, denoise_stage=4.0, non_denoise_stage=4.0, denoise_step=4.0, denoise_agg=4.0, load=4.0)
-FRACTIONS = [0.0, 0.5, 1.0]
+FRACTIONS = (0.0, 0.5, 1.0)
 POLICY = StaticPolicy(max_attempts=3)
 
 
@@ -44,7 +44,7 @@ def attempt(seed: int, denoise_delay_ms: float = 0.0, memory_mb: float = 500.0, 
 
 
 def judge(attempts, tolerances=TIGHT):
-    return judge_noisy("s", BASELINE, attempts, tolerances, get_preset("sglang"), FRACTIONS, POLICY, 12.5)
+    return judge_noisy("s", BASELINE, attempts, JudgeRules(tolerances, get_preset("sglang"), FRACTIONS), POLICY, 12.5)
 
 
 def test_pooled_keeps_every_request_and_one_load_per_attempt():
@@ -114,15 +114,14 @@ def test_run_perf_check_false_judges_e2e_and_load_alone_and_host_memory_only_whe
     slow_stage = [attempt(7, denoise_delay_ms=840.0), attempt(8, denoise_delay_ms=840.0)]
     kinds = E2E_AND_LOAD
     result = judge_noisy(
-        "s", BASELINE, slow_stage, WIDE, get_preset("sglang"), FRACTIONS, POLICY, 1.0, kinds=kinds
+        "s", BASELINE, slow_stage, JudgeRules(WIDE, get_preset("sglang"), FRACTIONS, kinds), POLICY, 1.0
     ).result
     assert {c.kind for c in result.checks} <= set(kinds)
     assert result.noise is not None
     assert {c.name for c in result.noise.checks} <= {"e2e", "load"}
     grown = [attempt(9, memory_mb=5000.0)]
     assert judge(grown, WIDE).result.verdict == "fail"  # the peak is a deterministic check
-    unjudged = judge_noisy(
-        "s", BASELINE, grown, WIDE, get_preset("sglang"), FRACTIONS, POLICY, 1.0, host_anon=False
-    ).result
+    unmeasured = JudgeRules(WIDE, get_preset("sglang"), FRACTIONS, host_anon=False)
+    unjudged = judge_noisy("s", BASELINE, grown, unmeasured, POLICY, 1.0).result
     assert not [c for c in unjudged.checks if "host_anon" in c.name]
     assert unjudged.verdict != "fail"

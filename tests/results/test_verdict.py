@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pytest_diffperf.perf.limits import JudgeRules
 from pytest_diffperf.results.verdict import E2E_AND_LOAD, judge_limits
 
 from ..perf.test_limits import SGLANG, at_baseline, fixture_set, tol  # noqa: F401 (fixtures)
@@ -9,7 +10,9 @@ from ..perf.test_limits import SGLANG, at_baseline, fixture_set, tol  # noqa: F4
 
 def judge(fixture_set, tol, measurement, **kw):  # noqa: F811
     scenario = fixture_set.scenarios["img_t2i"]
-    return judge_limits("img_t2i", scenario, measurement, tol, SGLANG, fixture_set.step_fractions, **kw)
+    return judge_limits(
+        "img_t2i", scenario, measurement, JudgeRules(tol, SGLANG, tuple(fixture_set.step_fractions), **kw)
+    )
 
 
 def test_e2e_and_load_alone_are_judged_when_the_perf_check_is_off(fixture_set, tol):  # noqa: F811

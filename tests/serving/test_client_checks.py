@@ -6,6 +6,7 @@ import functools
 import io
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import imageio.v3 as iio
@@ -131,7 +132,7 @@ def test_a_url_reference_is_downloaded_once_per_process(served, monkeypatch):
 
 def test_a_failed_download_is_one_clear_error(served, monkeypatch, tmp_path):
     monkeypatch.setattr(client, "_downloads", {})
-    monkeypatch.setattr(client.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(time, "sleep", lambda _s: None)
     server = served(lambda method, path: (404, b"gone"))
     with pytest.raises(InputError) as info:
         client.reference_file(f"{server.url}/x.png")

@@ -11,6 +11,7 @@ from pytest_diffperf import protocol
 from pytest_diffperf.cases import Case
 from pytest_diffperf.launchers import Launcher, ReferenceLauncher, ServerSpec
 from pytest_diffperf.serving import measure as runner
+from pytest_diffperf.serving import perflog
 from pytest_diffperf.serving.client import RequestError
 from pytest_diffperf.serving.process import ServerError, ServerPorts, ServerProcess, server_ports
 
@@ -95,20 +96,20 @@ def test_reference_server_takes_sglangs_flags_and_leaves_health_out_of_its_acces
         case = Case(id="w", model="tiny/flux-t2i", task="text-to-image", prompt="p", width=64, height=64,
                     num_inference_steps=2, perf_warmup_requests=1)  # fmt: skip
         waited: list[str] = []
-        real = runner.perflog.wait_for_record
+        real = perflog.wait_for_record
 
         def waiting(*a):
             waited.append(a[1])
             return real(*a)
 
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(runner.perflog, "wait_for_record", waiting)
+            patch.setattr(perflog, "wait_for_record", waiting)
             samples = runner.measure(server, launcher, case, timeout=120)
         assert len(waited) == 2
         assert waited[1] == samples[0].output.request_id
         with pytest.MonkeyPatch.context() as patch:  # a warmup whose record never appears fails the request
             patch.setattr(runner, "PERF_RECORD_TIMEOUT_S", 0.5)
-            patch.setattr(runner.perflog, "wait_for_record", lambda *a: real(a[0], "no-such-id", a[2]))
+            patch.setattr(perflog, "wait_for_record", lambda *a: real(a[0], "no-such-id", a[2]))
             with pytest.raises(RequestError, match="the perf record of warmup request 1"):
                 runner.measure(server, launcher, case, timeout=120)
     finally:

@@ -24,7 +24,7 @@ def test_the_platform_picks_the_variable(hardware, var):
 def test_the_option_wins_over_the_environment_and_empty_means_unmanaged():
     env = {"CUDA_VISIBLE_DEVICES": "0, 1,2"}
     assert visible_devices(None, "CUDA_VISIBLE_DEVICES", env) == ("0", "1", "2")
-    assert visible_devices("5,6", "CUDA_VISIBLE_DEVICES", env) == ("5", "6")
+    assert visible_devices(("5", "6"), "CUDA_VISIBLE_DEVICES", env) == ("5", "6")
     assert visible_devices(None, "ASCEND_RT_VISIBLE_DEVICES", env) is None
     assert visible_devices(None, "CUDA_VISIBLE_DEVICES", {"CUDA_VISIBLE_DEVICES": ""}) is None
 

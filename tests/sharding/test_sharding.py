@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_diffperf._util.values import BadValue
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.perf.schema import ScenarioBaseline
-from pytest_diffperf.sharding.plan import Estimate, Group, assign, choose_count, estimate, parse_shard, server_groups
+from pytest_diffperf.sharding.plan import (
+    Estimate,
+    Group,
+    assign,
+    choose_count,
+    estimate,
+    server_groups,
+    shard_spec,
+    which_shard,
+)
 
 
 def scenario(e2e_ms: float = 1000.0, **fields) -> ScenarioBaseline:
@@ -91,40 +101,47 @@ def test_choose_count_is_at_most_one_shard_per_group():
     assert choose_count(30000.0, 3) == 3
 
 
+@pytest.mark.parametrize(("text", "expected"), [("2/4", (2, 4)), (" 1 / 1 ", (1, 1)), ("3/3", (3, 3))])
+def test_shard_spec(text, expected):
+    assert shard_spec(text) == expected
+
+
 @pytest.mark.parametrize(
-    ("args", "expected"),
+    ("text", "message"),
     [
-        (("2/4", None, None), (2, 4)),
-        ((None, "3", "3"), (3, 3)),
-        ((" 1 / 1 ", None, None), (1, 1)),
-        ((None, None, None), None),
+        ("3/2", "shard K/N needs 1 <= K <= N (K is 1-based), got '3/2'"),
+        ("0/2", "shard K/N needs 1 <= K <= N (K is 1-based), got '0/2'"),
+        ("2", "expected K/N with whole numbers (shard K of N, 1-based, e.g. 2/4), got '2'"),
+        ("a/b", "expected K/N with whole numbers"),
+        ("-1/2", "expected K/N with whole numbers"),
     ],
 )
-def test_parse_shard(args, expected):
-    assert parse_shard(*args) == expected
+def test_shard_spec_errors(text, message):
+    with pytest.raises(BadValue) as exc:
+        shard_spec(text)
+    assert str(exc.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"), [(((2, 4), None, None), (2, 4)), ((None, 3, 3), (3, 3)), ((None, None, None), None)]
+)
+def test_which_shard(args, expected):
+    assert which_shard(*args) == expected
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("3/2", None, None), "--diffperf-shard: shard K/N needs 1 <= K <= N (K is 1-based), got '3/2'"),
-        (("0/2", None, None), "--diffperf-shard: shard K/N needs 1 <= K <= N (K is 1-based), got '0/2'"),
         (
-            ("2", None, None),
-            "--diffperf-shard: expected K/N with whole numbers (shard K of N, 1-based, e.g. 2/4), got '2'",
-        ),
-        (("a/b", None, None), "--diffperf-shard: expected K/N with whole numbers"),
-        (("-1/2", None, None), "--diffperf-shard: expected K/N with whole numbers"),
-        (
-            ("1/2", "1", None),
+            ((1, 2), 1, None),
             "--diffperf-shard: give either --diffperf-shard K/N or --diffperf-shard-id with --diffperf-num-shards",
         ),
-        ((None, "1", None), "--diffperf-shard-id: also needs --diffperf-num-shards"),
-        ((None, None, "2"), "--diffperf-num-shards: also needs --diffperf-shard-id"),
-        ((None, "5", "4"), "--diffperf-shard-id/--diffperf-num-shards: shard K/N needs 1 <= K <= N"),
+        ((None, 1, None), "--diffperf-shard-id: also needs --diffperf-num-shards"),
+        ((None, None, 2), "--diffperf-num-shards: also needs --diffperf-shard-id"),
+        ((None, 5, 4), "--diffperf-shard-id/--diffperf-num-shards: shard K/N needs 1 <= K <= N"),
     ],
 )
-def test_parse_shard_errors(args, message):
+def test_which_shard_errors(args, message):
     with pytest.raises(DiffperfError) as exc:
-        parse_shard(*args)
+        which_shard(*args)
     assert str(exc.value).startswith(message)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.perf.limits import Check, get_preset, limit, plan_checks
+from pytest_diffperf.perf.limits import Check, JudgeRules, get_preset, limit, plan_checks
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.verdicts.static import (
     StaticNoise,
@@ -89,10 +89,8 @@ def scenario_and_checks() -> list[Check]:
         expected_median_denoise_ms=17.5,
         runtime_peak_vram_mb=1000.0,
     )
-    fractions = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    return plan_checks(
-        scenario, PR_TEST, get_preset("sglang"), step_fractions=fractions, is_video=False, num_frames=None
-    )
+    rules = JudgeRules(PR_TEST, get_preset("sglang"), (0.0, 0.2, 0.4, 0.6, 0.8, 1.0))
+    return plan_checks(scenario, rules, is_video=False, num_frames=None)
 
 
 def samples(factor: float, processes: int = 1) -> dict[str, list[list[float]]]:
