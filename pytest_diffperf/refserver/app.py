@@ -15,17 +15,34 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
+import numpy.typing as npt
 from fastapi import FastAPI, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, Response
 from PIL import Image, UnidentifiedImageError
 from pydantic import ValidationError
 
 from .. import protocol
-from .api_models import VIDEO_TEXT_FIELDS, ImageRequest, VideoJob, VideoRequest
+from .api_models import (
+    VIDEO_TEXT_FIELDS,
+    ImageRequest,
+    ImageResponse,
+    ImageResponseData,
+    ModelCard,
+    ModelInfo,
+    ModelList,
+    ModelsInfo,
+    ServerInfo,
+    VideoJob,
+    VideoListResponse,
+    VideoRequest,
+    VideoResponse,
+)
 from .media import choose_image_ext, encode_image
 from .specs import DEFAULT_FPS, DEFAULT_VIDEO_SECONDS, GenParams
 from .worker import RefServer, ServerConfig
@@ -53,7 +70,7 @@ def _bad(message: str, status: int = 400) -> HTTPException:
     return HTTPException(status_code=status, detail=message)
 
 
-def _decode_image(data: bytes, source: str) -> np.ndarray:
+def _decode_image(data: bytes, source: str) -> npt.NDArray[np.uint8]:
     try:
         with Image.open(io.BytesIO(data)) as img:
             return np.asarray(img.convert("RGB"))
@@ -75,7 +92,7 @@ def request_path(value: str, field: str, files_dir: str | None) -> str:
     return str(resolved)
 
 
-def _image_from_reference(value: str, files_dir: str | None) -> np.ndarray:
+def _image_from_reference(value: str, files_dir: str | None) -> npt.NDArray[np.uint8]:
     """A JSON ``input_reference``/``reference_url``: a ``data:`` URL or a file path inside ``files_dir``."""
     if value.startswith("data:"):
         try:
@@ -92,10 +109,8 @@ def _image_from_reference(value: str, files_dir: str | None) -> np.ndarray:
         raise _bad(f"Failed to process image source: {value}: {exc.strerror}") from None
 
 
-def _form_value(value: Any) -> Any:
+def _form_value(value: str) -> Any:
     """A multipart field as SGLang reads one: JSON where it parses, else the text."""
-    if not isinstance(value, str):
-        return value
     try:
         return json.loads(value)
     except ValueError:
@@ -128,7 +143,8 @@ def create_app(config: ServerConfig) -> FastAPI:
     spec = config.spec
     images: dict[str, str] = {}  # image id -> file under --output-path
 
-    async def lifespan(app: FastAPI):
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loop_box.append(asyncio.get_running_loop())
         server.worker.submit(server.load)
         yield
@@ -137,7 +153,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.state.server = server
 
     @app.middleware("http")
-    async def wait_for_server_warmup(request: Request, call_next):
+    async def wait_for_server_warmup(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         if not ready.is_set() and request.url.path not in WARMUP_BYPASS_PATHS:
             await ready.wait()
         return await call_next(request)
@@ -148,23 +164,17 @@ def create_app(config: ServerConfig) -> FastAPI:
         except (TypeError, ValueError) as exc:
             raise _bad(str(exc)) from None
 
-    def model_card() -> dict[str, Any]:
-        return {
-            "id": spec.name,
-            "object": "model",
-            "created": server.started,
-            "owned_by": "sglang",
-            "root": spec.name,
-            "parent": None,
-            "max_model_len": None,
-            "num_gpus": config.num_gpus,
-            "task_type": spec.task_type.value,
-            "supported_task_types": [spec.task_type.value],
-            "dit_precision": "fp32",
-            "vae_precision": "fp32",
-            "pipeline_name": spec.pipeline_name,
-            "pipeline_class": spec.pipeline_class,
-        }
+    def model_card() -> ModelCard:
+        return ModelCard(
+            id=spec.name,
+            created=server.started,
+            root=spec.name,
+            num_gpus=config.num_gpus,
+            task_type=spec.task_type.value,
+            supported_task_types=[spec.task_type.value],
+            pipeline_name=spec.pipeline_name,
+            pipeline_class=spec.pipeline_class,
+        )
 
     # ---- health and info --------------------------------------------------------------------
     @app.get(protocol.LIVENESS_PATH)
@@ -179,11 +189,11 @@ def create_app(config: ServerConfig) -> FastAPI:
         return JSONResponse({"status": "ok"})
 
     @app.get(protocol.MODELS_PATH)
-    async def list_models() -> dict[str, Any]:
-        return {"object": "list", "data": [model_card()]}
+    async def list_models() -> ModelList:
+        return ModelList(data=[model_card()])
 
-    @app.get(protocol.MODELS_PATH + "/{model:path}")
-    async def retrieve_model(model: str) -> Any:
+    @app.get(protocol.MODELS_PATH + "/{model:path}", response_model=None)
+    async def retrieve_model(model: str) -> JSONResponse | ModelCard:
         if model != spec.name:
             error = {
                 "message": f"The model '{model}' does not exist",
@@ -195,48 +205,35 @@ def create_app(config: ServerConfig) -> FastAPI:
         return model_card()
 
     @app.get("/models")
-    async def models_info() -> dict[str, Any]:
-        card = model_card()
-        return {
-            "model_path": spec.name,
-            "num_gpus": config.num_gpus,
-            "task_type": card["task_type"],
-            "supported_task_types": card["supported_task_types"],
-            "dit_precision": "fp32",
-            "vae_precision": "fp32",
-            "vae_decode_precision": "fp32",
-            "pipeline_name": card["pipeline_name"],
-            "pipeline_class": card["pipeline_class"],
-        }
+    async def models_info() -> ModelsInfo:
+        return ModelsInfo(
+            model_path=spec.name,
+            num_gpus=config.num_gpus,
+            task_type=spec.task_type.value,
+            supported_task_types=[spec.task_type.value],
+            pipeline_name=spec.pipeline_name,
+            pipeline_class=spec.pipeline_class,
+        )
 
     @app.get("/server_info")
-    async def server_info() -> dict[str, Any]:
-        return {
-            "model_path": spec.name,
-            "served_model_name": spec.name,
-            "tp_size": 1,
-            "dp_size": 1,
-            "version": _version(),
-        }
+    async def server_info() -> ServerInfo:
+        return ServerInfo(model_path=spec.name, served_model_name=spec.name, version=_version())
 
     @app.get("/model_info")
-    async def model_info() -> dict[str, Any]:
+    async def model_info() -> ModelInfo:
         task = spec.task_type
-        return {
-            "model_path": spec.name,
-            "is_generation": True,
-            "model_type": "diffusion",
-            "architectures": [spec.pipeline_class],
-            "has_image_understanding": task.accepts_image,
-            "has_audio_understanding": False,
-            "task_type": task.value,
-            "supported_task_types": [task.value],
-            "output_types": [task.output_type],
-            "is_image_gen": not task.is_video,
-        }
+        return ModelInfo(
+            model_path=spec.name,
+            architectures=[spec.pipeline_class],
+            has_image_understanding=task.accepts_image,
+            task_type=task.value,
+            supported_task_types=[task.value],
+            output_types=[task.output_type],
+            is_image_gen=not task.is_video,
+        )
 
     @app.get("/v1/model_info")
-    async def v1_model_info() -> dict[str, Any]:
+    async def v1_model_info() -> dict[str, str]:
         return {"model_path": spec.name}
 
     # ---- LoRA (unsupported: answered as SGLang answers a scheduler failure) -------------------
@@ -248,11 +245,13 @@ def create_app(config: ServerConfig) -> FastAPI:
         app.post(path)(lora)
 
     @app.get("/v1/list_loras")
-    async def list_loras() -> dict[str, Any]:
+    async def list_loras() -> dict[str, Any]:  # SGLang's adapters by name: never any here
         return {}
 
     # ---- images -----------------------------------------------------------------------------
-    async def run_images(fields: dict[str, Any], output_format: str | None, background: str | None, fmt: str | None):
+    async def run_images(
+        fields: dict[str, Any], output_format: str | None, background: str | None, fmt: str | None
+    ) -> ImageResponse:
         response_format = (fmt or "b64_json").lower()
         if response_format not in ("url", "b64_json"):
             raise _bad(f"response_format={response_format} is not supported")
@@ -276,27 +275,23 @@ def create_app(config: ServerConfig) -> FastAPI:
                 name = f"{request_id}.{ext}" if i == 0 else f"{request_id}_{i}.{ext}"
                 paths.append(server.save_output(name, blob))
             images[request_id] = paths[0]
-        data = []
-        for i, blob in enumerate(blobs):
-            item: dict[str, Any] = {"b64_json": None, "url": None, "revised_prompt": params.prompt}
-            if response_format == "b64_json":
-                item["b64_json"] = base64.b64encode(blob).decode("ascii")
-            else:
-                item["url"] = f"/v1/images/{request_id}/content" + (f"?variant={i}" if len(blobs) > 1 else "")
-            item["file_path"] = paths[i] if paths else None
-            item["resize"] = None
-            data.append(item)
-        return {
-            "id": request_id,
-            "created": int(time.time()),
-            "data": data,
-            "peak_memory_mb": None,
-            "inference_time_s": result.total_ms / 1000,
-            "usage": None,
-        }
+        data = [
+            ImageResponseData(
+                b64_json=base64.b64encode(blob).decode("ascii") if response_format == "b64_json" else None,
+                url=None
+                if response_format == "b64_json"
+                else f"/v1/images/{request_id}/content" + (f"?variant={i}" if len(blobs) > 1 else ""),
+                revised_prompt=params.prompt,
+                file_path=paths[i] if paths else None,
+            )
+            for i, blob in enumerate(blobs)
+        ]
+        return ImageResponse(
+            id=request_id, created=int(time.time()), data=data, inference_time_s=result.total_ms / 1000
+        )
 
     @app.post(protocol.IMAGES_PATH)
-    async def generate_images(req: ImageRequest) -> dict[str, Any]:
+    async def generate_images(req: ImageRequest) -> ImageResponse:
         fields = {
             "prompt": req.prompt,
             "size": req.size,
@@ -330,7 +325,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         num_inference_steps: Annotated[int | None, Form()] = None,
         perf_dump_path: Annotated[str | None, Form()] = None,
         num_frames: Annotated[int, Form()] = 1,
-    ) -> dict[str, Any]:
+    ) -> ImageResponse:
         uploads = image or image_array or []
         urls = url or url_array or []
         if not uploads and not urls:
@@ -373,7 +368,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         return FileResponse(path, media_type=media)
 
     # ---- videos -----------------------------------------------------------------------------
-    async def video_payload(request: Request) -> tuple[dict[str, Any], np.ndarray | None]:
+    async def video_payload(request: Request) -> tuple[dict[str, Any], npt.NDArray[np.uint8] | None]:
         """The request's fields (JSON or multipart, extras merged) and its uploaded image, if any."""
         if "multipart/form-data" in request.headers.get("content-type", "").lower():
             form = await request.form()
@@ -396,7 +391,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         return payload, None
 
     @app.post(protocol.VIDEOS_PATH)
-    async def create_video(request: Request) -> dict[str, Any]:
+    async def create_video(request: Request) -> VideoResponse:
         payload, picture = await video_payload(request)
         if "prompt" not in payload:
             if not spec.task_type.requires_image:  # SGLang's image-to-video pipelines take no prompt
@@ -432,7 +427,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         dump = request_path(dump, "perf_dump_path", config.request_files_dir) if dump is not None else None
         job = VideoJob(str(uuid.uuid4()), params, req.model or spec.name, dump)
         server.videos[job.id] = job
-        body = job.to_json()  # taken before the worker can pick the job up: always "queued"
+        body = job.response()  # taken before the worker can pick the job up: always "queued"
         server.worker.submit(lambda: server.run_video(job))
         return body
 
@@ -441,7 +436,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         after: str | None = Query(None),
         limit: int = Query(20, ge=1, le=100),
         order: str = Query("desc", pattern="^(asc|desc)$"),
-    ) -> dict[str, Any]:
+    ) -> VideoListResponse:
         jobs = list(server.videos.values())
         if order == "desc":
             jobs.reverse()
@@ -449,13 +444,12 @@ def create_app(config: ServerConfig) -> FastAPI:
             ids = [j.id for j in jobs]
             jobs = jobs[ids.index(after) + 1 :] if after in ids else []
         page = jobs[:limit]
-        return {
-            "data": [j.to_json() for j in page],
-            "object": "list",
-            "first_id": page[0].id if page else None,
-            "last_id": page[-1].id if page else None,
-            "has_more": len(jobs) > limit,
-        }
+        return VideoListResponse(
+            data=[j.response() for j in page],
+            first_id=page[0].id if page else None,
+            last_id=page[-1].id if page else None,
+            has_more=len(jobs) > limit,
+        )
 
     def find_job(video_id: str) -> VideoJob:
         job = server.videos.get(video_id)
@@ -464,15 +458,15 @@ def create_app(config: ServerConfig) -> FastAPI:
         return job
 
     @app.get(protocol.VIDEOS_PATH + "/{video_id}")
-    async def get_video(video_id: str) -> dict[str, Any]:
-        return find_job(video_id).to_json()
+    async def get_video(video_id: str) -> VideoResponse:
+        return find_job(video_id).response()
 
     @app.delete(protocol.VIDEOS_PATH + "/{video_id}")
-    async def delete_video(video_id: str) -> dict[str, Any]:
+    async def delete_video(video_id: str) -> VideoResponse:
         job = server.videos.pop(video_id, None)
         if job is None:
             raise _bad("Video not found", 404)
-        return {**job.to_json(), "status": "deleted"}
+        return job.response().model_copy(update={"status": "deleted"})
 
     @app.get(protocol.VIDEOS_PATH + "/{video_id}/content")
     async def video_content(video_id: str, variant: str | None = Query(None)) -> Response:
