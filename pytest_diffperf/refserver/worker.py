@@ -86,7 +86,7 @@ class Worker:
 
 
 class RefServer:
-    """Server state: the pipeline (once loaded), readiness, video jobs, perf log."""
+    """Server state: the pipeline (once loaded), readiness, video jobs, saved images, perf log."""
 
     def __init__(self, config: ServerConfig, on_ready: Callable[[], None]):
         self.config = config
@@ -98,6 +98,7 @@ class RefServer:
         self.state = "loading"  # loading -> warming_up -> ready
         self.warmed_up = config.warmup_mode != "request"
         self.videos: dict[str, VideoJob] = {}
+        self.images: dict[str, str] = {}  # image request id -> its first file under --output-path
         self.started = int(time.time())
         self._on_ready = on_ready
 
