@@ -1,6 +1,7 @@
 """Request and response shapes of SGLang's OpenAI-style API (``openai/protocol.py``), and the video job.
 
 Requests allow unknown fields (OpenAI clients send extras through ``extra_body``), as SGLang's do.
+Responses carry SGLang's fields in SGLang's order; the ones the reference server never fills are None.
 """
 
 from __future__ import annotations
@@ -60,6 +61,136 @@ class VideoRequest(BaseModel):
     perf_dump_path: str | None = None
 
 
+class ImageResponseData(BaseModel):
+    """One image of an ``ImageResponse``."""
+
+    b64_json: str | None = None
+    url: str | None = None
+    revised_prompt: str | None = None
+    file_path: str | None = None
+    resize: str | None = None
+
+
+class ImageResponse(BaseModel):
+    """The answer to ``POST /v1/images/generations`` and ``/v1/images/edits``."""
+
+    id: str
+    created: int
+    data: list[ImageResponseData]
+    peak_memory_mb: float | None = None
+    inference_time_s: float | None = None
+    usage: dict[str, Any] | None = None
+
+
+class VideoResponse(BaseModel):
+    """A video job as ``/v1/videos`` shows it."""
+
+    id: str
+    object: str = "video"
+    model: str
+    status: str
+    progress: int
+    created_at: int
+    size: str
+    seconds: str
+    quality: str = "standard"
+    url: str | None = None
+    urls: list[str | None] | None = None
+    remixed_from_video_id: str | None = None
+    completed_at: int | None = None
+    expires_at: int | None = None
+    error: dict[str, Any] | None = None
+    file_path: str | None = None
+    file_paths: list[str | None] | None = None
+    num_outputs: int | None = None
+    peak_memory_mb: float | None = None
+    inference_time_s: float | None = None
+    revised_prompt: str | None = None
+    action: dict[str, Any] | None = None
+    lidar: dict[str, Any] | None = None
+
+
+class VideoListResponse(BaseModel):
+    """A page of ``GET /v1/videos``."""
+
+    data: list[VideoResponse]
+    object: str = "list"
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+
+class ModelCard(BaseModel):
+    """One served model in ``/v1/models`` (OpenAI's model object plus SGLang's diffusion fields)."""
+
+    id: str
+    object: str = "model"
+    created: int
+    owned_by: str = "sglang"
+    root: str
+    parent: str | None = None
+    max_model_len: int | None = None
+    num_gpus: int
+    task_type: str
+    supported_task_types: list[str]
+    dit_precision: str = "fp32"
+    vae_precision: str = "fp32"
+    pipeline_name: str
+    pipeline_class: str
+
+
+class ModelList(BaseModel):
+    """``GET /v1/models``."""
+
+    object: str = "list"
+    data: list[ModelCard]
+
+
+class ModelsInfo(BaseModel):
+    """``GET /models``: the served model's diffusion details."""
+
+    model_config = ConfigDict(protected_namespaces=())  # model_path is SGLang's name
+
+    model_path: str
+    num_gpus: int
+    task_type: str
+    supported_task_types: list[str]
+    dit_precision: str = "fp32"
+    vae_precision: str = "fp32"
+    vae_decode_precision: str = "fp32"
+    pipeline_name: str
+    pipeline_class: str
+
+
+class ServerInfo(BaseModel):
+    """``GET /server_info``."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    model_path: str
+    served_model_name: str
+    tp_size: int = 1
+    dp_size: int = 1
+    version: str
+
+
+class ModelInfo(BaseModel):
+    """``GET /model_info``: what the served model takes and makes."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    model_path: str
+    is_generation: bool = True
+    model_type: str = "diffusion"
+    architectures: list[str]
+    has_image_understanding: bool
+    has_audio_understanding: bool = False
+    task_type: str
+    supported_task_types: list[str]
+    output_types: list[str]
+    is_image_gen: bool
+
+
 VIDEO_TEXT_FIELDS = ("prompt", "negative_prompt", "model", "size", "input_reference", "reference_url", "perf_dump_path")
 
 
@@ -75,35 +206,25 @@ class VideoJob:
     status: str = "queued"
     progress: int = 0
     completed_at: int | None = None
-    error: dict[str, Any] | None = None
+    error: dict[str, str] | None = None
     content: bytes | None = None
     file_path: str | None = None
     inference_time_s: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def response(self) -> VideoResponse:
         p = self.params
-        return {
-            "id": self.id,
-            "object": "video",
-            "model": self.model,
-            "status": self.status,
-            "progress": self.progress,
-            "created_at": self.created_at,
-            "size": f"{p.width}x{p.height}",
-            "seconds": str(round(p.num_frames / p.fps)),
-            "quality": "standard",
-            "url": None,
-            "urls": None,
-            "remixed_from_video_id": None,
-            "completed_at": self.completed_at,
-            "expires_at": None,
-            "error": self.error,
-            "file_path": self.file_path,
-            "file_paths": [self.file_path] if self.file_path else None,
-            "num_outputs": p.n if self.status == "completed" else None,
-            "peak_memory_mb": None,
-            "inference_time_s": self.inference_time_s,
-            "revised_prompt": None,
-            "action": None,
-            "lidar": None,
-        }
+        return VideoResponse(
+            id=self.id,
+            model=self.model,
+            status=self.status,
+            progress=self.progress,
+            created_at=self.created_at,
+            size=f"{p.width}x{p.height}",
+            seconds=str(round(p.num_frames / p.fps)),
+            completed_at=self.completed_at,
+            error=self.error,
+            file_path=self.file_path,
+            file_paths=[self.file_path] if self.file_path else None,
+            num_outputs=p.n if self.status == "completed" else None,
+            inference_time_s=self.inference_time_s,
+        )

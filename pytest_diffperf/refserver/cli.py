@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import sys
+from typing import Any
 
 from .faults import Faults, parse_delay
 from .memory import SNAPSHOT_MODES
@@ -38,7 +39,7 @@ def _delay(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _json_object(text: str) -> dict:
+def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -221,7 +222,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def warmup_runs(args: argparse.Namespace) -> list[dict]:
+def warmup_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One dict of warmup-request fields per warmup run, from the ``--warmup-*`` flags."""
     fields = dict(args.warmup_sampling_params or {})
     if args.warmup_num_frames is not None:

@@ -7,6 +7,7 @@ import os
 import tempfile
 
 import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
 from ..protocol import IMAGE_FORMAT_EXTS
@@ -25,7 +26,7 @@ def choose_image_ext(output_format: str | None, background: str | None) -> str:
     return "jpg"
 
 
-def encode_image(frame: np.ndarray, ext: str) -> bytes:
+def encode_image(frame: npt.NDArray[np.uint8], ext: str) -> bytes:
     """Encode one (H, W, 3) uint8 frame as PNG, JPEG or WebP (no metadata, so bytes depend on pixels only)."""
     buf = io.BytesIO()
     fmt = IMAGE_FORMATS[ext]
@@ -33,7 +34,7 @@ def encode_image(frame: np.ndarray, ext: str) -> bytes:
     return buf.getvalue()
 
 
-def encode_mp4(frames: np.ndarray, fps: int) -> bytes:
+def encode_mp4(frames: npt.NDArray[np.uint8], fps: int) -> bytes:
     """Encode (F, H, W, 3) uint8 frames as an H.264 MP4 (libx264, yuv420p, sizes kept as given)."""
     import imageio.v2 as imageio
 

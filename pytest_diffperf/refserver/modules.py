@@ -7,7 +7,7 @@ each module is built, tokenizers are byte-level BPEs built in memory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import torch
 from tokenizers import Tokenizer, decoders, pre_tokenizers, processors
@@ -23,10 +23,39 @@ from transformers import (
     UMT5EncoderModel,
 )
 
+if TYPE_CHECKING:
+    from diffusers import (
+        AutoencoderKL,
+        AutoencoderKLWan,
+        EulerDiscreteScheduler,
+        FlowMatchEulerDiscreteScheduler,
+        FluxTransformer2DModel,
+        UNet2DConditionModel,
+        WanTransformer3DModel,
+    )
+
 WEIGHT_SEED = 20240611
+M = TypeVar("M", bound=torch.nn.Module)
 
 
-def _seeded(offset: int, make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+class Components(TypedDict, total=False):
+    """A family's modules by their diffusers pipeline argument names (the keys its builder sets).
+
+    diffusers and transformers are not type-checked here (``follow_imports = "skip"``), so to mypy
+    these classes are ``Any``: the names say what each entry is.
+    """
+
+    tokenizer: CLIPTokenizer | PreTrainedTokenizerFast
+    text_encoder: CLIPTextModel | UMT5EncoderModel
+    tokenizer_2: PreTrainedTokenizerFast  # Flux's T5 tokenizer
+    text_encoder_2: T5EncoderModel
+    transformer: FluxTransformer2DModel | WanTransformer3DModel
+    unet: UNet2DConditionModel
+    vae: AutoencoderKL | AutoencoderKLWan
+    scheduler: FlowMatchEulerDiscreteScheduler | EulerDiscreteScheduler
+
+
+def _seeded(offset: int, make: Callable[[], M]) -> M:
     torch.manual_seed(WEIGHT_SEED + offset)
     return make().eval().requires_grad_(False)
 
@@ -76,7 +105,7 @@ def _clip_text_encoder(hidden: int) -> CLIPTextModel:
     return CLIPTextModel(config)
 
 
-def _t5_config(cls: type, hidden: int) -> Any:
+def _t5_config(cls: type[T5Config] | type[UMT5Config], hidden: int) -> T5Config | UMT5Config:
     return cls(
         vocab_size=3 + 256,
         d_model=hidden,
@@ -91,7 +120,7 @@ def _t5_config(cls: type, hidden: int) -> Any:
     )
 
 
-def _image_vae(latent_channels: int, scaling: float, shift: float | None) -> torch.nn.Module:
+def _image_vae(latent_channels: int, scaling: float, shift: float | None) -> AutoencoderKL:
     from diffusers import AutoencoderKL
 
     return AutoencoderKL(
@@ -111,7 +140,7 @@ def _image_vae(latent_channels: int, scaling: float, shift: float | None) -> tor
     )
 
 
-def build_flux() -> dict[str, Any]:
+def build_flux() -> Components:
     from diffusers import FlowMatchEulerDiscreteScheduler, FluxTransformer2DModel
 
     return {
@@ -146,7 +175,7 @@ def build_flux() -> dict[str, Any]:
     }
 
 
-def build_sd() -> dict[str, Any]:
+def build_sd() -> Components:
     from diffusers import EulerDiscreteScheduler, UNet2DConditionModel
 
     return {
@@ -178,7 +207,7 @@ def build_sd() -> dict[str, Any]:
     }
 
 
-def build_wan(in_channels: int = 16, seed_offset: int = 20) -> dict[str, Any]:
+def build_wan(in_channels: int = 16, seed_offset: int = 20) -> Components:
     from diffusers import (
         AutoencoderKLWan,
         FlowMatchEulerDiscreteScheduler,
@@ -217,7 +246,7 @@ def build_wan(in_channels: int = 16, seed_offset: int = 20) -> dict[str, Any]:
     }
 
 
-MODULE_BUILDERS: dict[str, Callable[[], dict[str, Any]]] = {
+MODULE_BUILDERS: dict[str, Callable[[], Components]] = {
     "flux": build_flux,
     "sd": build_sd,
     "wan": build_wan,
@@ -226,6 +255,6 @@ MODULE_BUILDERS: dict[str, Callable[[], dict[str, Any]]] = {
 }
 
 
-def build_modules(family: str) -> dict[str, Any]:
+def build_modules(family: str) -> Components:
     """The seeded torch modules, tokenizers and scheduler of one model family."""
     return MODULE_BUILDERS[family]()

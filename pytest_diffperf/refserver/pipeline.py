@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from ..protocol import (
@@ -19,7 +19,7 @@ from ..protocol import (
     TEXT_ENCODING_STAGE,
     TIMESTEP_PREPARATION_STAGE,
 )
-from .families import FAMILIES
+from .families import FAMILIES, StageState
 from .faults import Faults
 from .memory import MemoryTracker
 from .modules import build_modules
@@ -30,7 +30,7 @@ NOISE_SEED_OFFSET = 0x5EED
 
 @dataclass
 class RunResult:
-    frames: np.ndarray  # uint8, (n, H, W, 3) for images, (n, F, H, W, 3) for videos
+    frames: npt.NDArray[np.uint8]  # (n, H, W, 3) for images, (n, F, H, W, 3) for videos
     stages: list[tuple[str, float]]  # (stage name, ms) in execution order
     steps: list[float]  # ms per denoise step
     total_ms: float
@@ -70,7 +70,8 @@ class StagedPipeline:
             stages.append((name, (time.perf_counter() - t0) * 1000))
             self.memory.sample()
 
-        family, ctx = self.family, dict[str, Any]()
+        family = self.family
+        ctx: StageState = {}
         with torch.inference_mode():
             start = time.perf_counter()
             with stage(INPUT_VALIDATION_STAGE):

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Sequence
 from enum import Enum
+from typing import Any, NoReturn
 
 
 class Arity(str, Enum):
@@ -201,8 +203,15 @@ def bool_flag(parser: argparse._ActionsContainer, *names: str, help: str | None,
 
 
 class _Reject(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None):
-        parser.error(f"{option_string}: {REJECTED_FLAGS[option_string]}")
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        flag = self.option_strings[0]
+        parser.error(f"{flag}: {REJECTED_FLAGS[flag]}")
 
 
 def add_sglang_flags(parser: argparse.ArgumentParser) -> None:
@@ -220,10 +229,6 @@ def add_sglang_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(*names, dest=dest, help=argparse.SUPPRESS)
     for flag in REJECTED_FLAGS:
         parser.add_argument(flag, action=_Reject, help=argparse.SUPPRESS)
-
-
-def ignored_flag_names() -> list[str]:
-    return [name for names, _ in IGNORED_FLAGS for name in names]
 
 
 def drop_component_flags(extra: list[str]) -> tuple[list[str], list[str]]:

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 DEFAULT_PROMPT = "a lighthouse on a cliff at sunset"
 DEFAULT_SEED = 42  # SGLang's SamplingParams.seed default
@@ -63,7 +64,7 @@ class GenParams:
     seeds: tuple[int, ...]  # one per output
     num_frames: int = 1
     fps: int = DEFAULT_FPS
-    image: np.ndarray | None = field(default=None, compare=False)  # uint8 (H, W, 3) condition image
+    image: npt.NDArray[np.uint8] | None = field(default=None, compare=False)  # uint8 (H, W, 3) condition image
 
     @property
     def n(self) -> int:
@@ -114,7 +115,7 @@ class ModelSpec:
         num_frames: int | None = None,
         fps: int | None = None,
         num_gpus: int = 1,
-        image: np.ndarray | None = None,
+        image: npt.NDArray[np.uint8] | None = None,
         **_ignored: Any,
     ) -> GenParams:
         """Request fields -> checked GenParams; raises ValueError with a client-facing message."""

@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
@@ -27,7 +27,11 @@ from .memory import MemoryTracker, SnapshotMode
 from .perflog import PerfLog
 from .specs import GenParams, ModelSpec
 
+if TYPE_CHECKING:
+    from .pipeline import RunResult, StagedPipeline
+
 log = logging.getLogger("refserver")
+T = TypeVar("T")
 
 WarmupMode = Literal["off", "request", "server"]
 PROGRESS_CAP = 99  # an unfinished job never shows 100 (SGLang's video_progress cap)
@@ -62,11 +66,11 @@ class Worker:
     """A single daemon thread running submitted callables one at a time, in order."""
 
     def __init__(self) -> None:
-        self._jobs: queue.Queue = queue.Queue()
+        self._jobs: queue.Queue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = queue.Queue()
         threading.Thread(target=self._loop, name="refserver-worker", daemon=True).start()
 
-    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
+    def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._jobs.put((fn, future))
         return future
 
@@ -82,7 +86,7 @@ class Worker:
 
 
 class RefServer:
-    """Server state: the pipeline (once loaded), readiness, video jobs, perf log."""
+    """Server state: the pipeline (once loaded), readiness, video jobs, saved images, perf log."""
 
     def __init__(self, config: ServerConfig, on_ready: Callable[[], None]):
         self.config = config
@@ -90,10 +94,11 @@ class RefServer:
         self.worker = Worker()
         self.memory = MemoryTracker(config.memory_snapshots)
         self.perflog = PerfLog()
-        self.pipeline: Any = None
+        self.pipeline: StagedPipeline | None = None  # set by load() on the worker thread
         self.state = "loading"  # loading -> warming_up -> ready
         self.warmed_up = config.warmup_mode != "request"
         self.videos: dict[str, VideoJob] = {}
+        self.images: dict[str, str] = {}  # image request id -> its first file under --output-path
         self.started = int(time.time())
         self._on_ready = on_ready
 
@@ -141,8 +146,9 @@ class RefServer:
         params: GenParams,
         perf_dump_path: str | None = None,
         on_step: Callable[[int, int], None] | None = None,
-    ):
+    ) -> RunResult:
         """Run one request (after a request-mode warmup clone if due), log its perf record and dump."""
+        assert self.pipeline is not None, "generation before load"
         if not self.warmed_up:
             self.pipeline.run(params, warmup=True)
             self.warmed_up = True

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi import HTTPException
 
-from pytest_diffperf.refserver.app import request_path
+from pytest_diffperf.refserver.request_inputs import request_path
 
 
 def test_no_folder_given_refuses_every_path(tmp_path):
