@@ -1,7 +1,8 @@
 """`diffperf compare` end to end: real reference-server processes, the command run in this process.
 
-Two runs share one folder and one history file: a healthy one (two cases on one server), then one
-where a server crashes, a request is invalid and a server fails to start, next to a healthy case.
+Two runs share one folder and one comparison journal: a healthy one (two cases on one server), then one
+where a server crashes, a request is invalid and a server fails to start, next to a healthy case (it
+names the journal by its deprecated option, --history).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def healthy(folder):
     write_cases(folder / "healthy.json", cases, measurement_repeats=2)
     proc = compare(
         "--config", "healthy.json", "--frameworks", "reference", "--measurement-repeats", "3",
-        "--output", "healthy-results.json", "--log-dir", "logs-healthy", "--history", "history.jsonl",
+        "--output", "healthy-results.json", "--log-dir", "logs-healthy", "--journal", "journal.jsonl",
         cwd=folder,
     )  # fmt: skip
     return proc, json.loads((folder / "healthy-results.json").read_text())
@@ -64,7 +65,7 @@ def faulty(folder, healthy):
     write_cases(folder / "faulty.json", cases)
     proc = compare(
         "--config", "faulty.json", "--frameworks", "reference", "--output", "faulty-results.json",
-        "--log-dir", "logs-faulty", "--history", "history.jsonl", "--startup-timeout", "300",
+        "--log-dir", "logs-faulty", "--history", "journal.jsonl", "--startup-timeout", "300",
         cwd=folder,
     )  # fmt: skip
     return proc, json.loads((folder / "faulty-results.json").read_text())
@@ -149,10 +150,14 @@ def test_failures_are_listed_exit_1_and_the_healthy_case_is_measured(folder, fau
     assert not servers_under(folder / "logs-faulty")
 
 
-def test_history_has_both_runs_and_the_report_shows_the_trend(folder, healthy, faulty):
-    lines = (folder / "history.jsonl").read_text().splitlines()
-    assert [json.loads(line) for line in lines] == [healthy[1], faulty[1]]
-    proc = compare("--report", "history.jsonl", cwd=folder)
+def test_the_journal_has_both_runs_and_the_report_shows_the_trend(folder, healthy, faulty):
+    lines = (folder / "journal.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [healthy[1], faulty[1]]  # --history still appends, and says so
+    deprecated = "diffperf compare: --history is deprecated: use --journal (the comparison journal, a JSONL file)"
+    assert [line for line in faulty[0].stderr.splitlines() if "deprecated" in line] == [deprecated]
+    assert "deprecated" not in healthy[0].stderr
+    assert "appended to the journal journal.jsonl" in healthy[0].stdout
+    proc = compare("--report", "journal.jsonl", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()[2:] if line and not line.startswith(" ")}
     before, last = healthy[1]["results"][0]["latency_s"], faulty[1]["results"][2]["latency_s"]
