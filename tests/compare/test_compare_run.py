@@ -15,8 +15,10 @@ from datetime import datetime
 
 import pytest
 
+from pytest_diffperf._util.tempdirs import MARKER
 from pytest_diffperf.protocol import PERF_LOG_FILE
 from tests.support.compare import compare, servers_under, write_cases
+from tests.support.paths import REPO
 from tests.support.suite import tiny_case
 
 pytestmark = pytest.mark.server  # starts server processes
@@ -190,3 +192,24 @@ def test_a_hung_server_is_replaced_before_the_next_case(tmp_path, monkeypatch):
     (run,) = (output / "comparison-logs").iterdir()
     assert sorted(p.name for p in run.iterdir()) == ["server-1", "server-2"]
     assert not servers_under(output)
+
+
+def test_a_dry_run_and_a_run_of_a_bundled_case_leave_the_working_folder_empty(tmp_path, monkeypatch):
+    """Without --output, the results and the logs (the servers' too) go in a new temp folder; a dry run writes
+    nothing anywhere."""
+    cwd, temp = tmp_path / "cwd", tmp_path / "temp"
+    cwd.mkdir()
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # the temp folder, as TMPDIR sets it
+    args = ("--cases", str(REPO / "data" / "cases.json"), "--case-ids", "flux_tiny_t2i", "--server", "reference")
+    dry = compare(*args, "--dry-run", cwd=cwd)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "flux_tiny_t2i (reference): " in dry.stdout
+    assert list(cwd.iterdir()) == [] and list(temp.iterdir()) == []
+    proc = compare(*args, "--measurement-repeats", "1", cwd=cwd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(cwd.iterdir()) == []
+    (output,) = temp.iterdir()
+    assert sorted(p.name for p in output.iterdir()) == [MARKER, "comparison-logs", "comparison-results.json"]
+    (run,) = (output / "comparison-logs").iterdir()
+    assert PERF_LOG_FILE in {p.name for p in (run / "server-1").iterdir()}  # the server wrote its own files there
