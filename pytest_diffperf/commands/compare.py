@@ -1,4 +1,4 @@
-"""`diffperf compare --config CASES.json`: the serving comparison; `--report FILE.jsonl`: its trend."""
+"""`diffperf compare --cases CASES.json`: the serving comparison; `--report FILE.jsonl`: a journal's trend."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .._util.outputs import check_folder, check_writable
 from .._util.text import format_table
 from .._util.values import argtype, count, seconds
 from ..cases import load_case_file
-from ..compare import history
+from ..compare import journal
 from ..compare.engine import Run, comparison_document, plan_runs, run_all
 from ..errors import DiffperfError
 from ..serving import preview
@@ -70,9 +70,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"file, with {LOGS_FOLDER}/ beside it (default: a new folder {OUTPUT_PREFIX}* in the temp folder)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the server commands and requests; start nothing")
-    parser.add_argument("--history", type=Path, metavar="FILE.jsonl", help="append the results to this history file")
     parser.add_argument(
-        "--report", type=Path, metavar="FILE.jsonl", help="print each case's trend in this history file"
+        "--journal",
+        type=Path,
+        metavar="FILE.jsonl",
+        help="append the results to this comparison journal, one line per run (not a --diffperf-history folder); "
+        "--history is the old name, deprecated",
+    )
+    parser.add_argument("--history", type=Path, dest="old_journal", help=argparse.SUPPRESS)  # --journal's old name
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE.jsonl", help="print each case's trend in this comparison journal"
     )
     parser.add_argument(
         "--log-dir", type=Path, help=f"server logs go in a new folder here (default: {LOGS_FOLDER}/ of the output)"
@@ -95,14 +102,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.old_journal is not None:
+        if args.journal is not None:
+            raise DiffperfError("the old name of --journal: give --journal alone", source="--history")
+        _warn("diffperf compare: --history is deprecated: use --journal (the comparison journal, a JSONL file)")
+        args.journal = args.old_journal
     if args.config is None and args.report is None:
         raise DiffperfError("give --cases CASES.json to run, or --report FILE.jsonl to print a trend")
     code = 0
     if args.config is not None:
-        if args.history is not None and args.history.exists():
-            history.read(args.history)  # a damaged history fails now, not after the run
-        if args.report is not None and args.report != args.history:
-            history.read(args.report)
+        if args.journal is not None and args.journal.exists():
+            journal.read(args.journal)  # a damaged journal fails now, not after the run
+        if args.report is not None and args.report != args.journal:
+            journal.read(args.report)
         code = _compare(args)
     if args.report is not None:
         print_report(args.report)
@@ -121,11 +133,11 @@ def _compare(args: argparse.Namespace) -> int:
     if args.output is None:
         tempdirs.sweep(OUTPUT_PREFIX)
     output, log_root = _output_paths(args, args.output or tempdirs.make(OUTPUT_PREFIX))
-    reads = [(args.config, "--cases"), *([(args.history, "--history")] if args.history else [])]
+    reads = [(args.config, "--cases"), *([(args.journal, "--journal")] if args.journal else [])]
     check_writable(output, "--output", reads)
     check_folder(log_root, "--log-dir" if args.log_dir else "--output", reads)
-    if args.history is not None:
-        check_writable(args.history, "--history", reads[:1])
+    if args.journal is not None:
+        check_writable(args.journal, "--journal", reads[:1])
     started = datetime.now(timezone.utc)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -143,9 +155,9 @@ def _compare(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise DiffperfError(f"cannot write: {exc.strerror}", source=str(output)) from None
     print(f"\nresults written to {output}")
-    if args.history is not None:
-        history.append(args.history, doc)
-        print(f"appended to history {args.history}")
+    if args.journal is not None:
+        journal.append(args.journal, doc)
+        print(f"appended to the journal {args.journal}")
     failed = [r for r in results if r["error"]]
     if failed:
         print(f"\n{len(failed)} case(s) had errors:")
@@ -214,9 +226,9 @@ def results_table(results: list[dict[str, Any]]) -> str:
 
 
 def print_report(path: Path) -> None:
-    """Each case's last latency against the median of its earlier runs."""
-    runs = history.read(path)
-    trends = history.trends(runs)
+    """Each case's last latency in a journal against the median of its earlier runs."""
+    runs = journal.read(path)
+    trends = journal.trends(runs)
     print(f"\ntrend in {path}: {len(runs)} run(s); last latency vs median of the earlier measured runs")
     rows = [("case", "framework", "runs", "last s", "median before s", "change", "last commit")]
     for t in trends:

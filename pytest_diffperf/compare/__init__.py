@@ -1,1 +1,1 @@
-"""`diffperf compare`: each case on each framework, median latencies, and their history."""
+"""`diffperf compare`: each case on each framework, median latencies, and their journal."""

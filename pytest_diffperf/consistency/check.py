@@ -42,7 +42,7 @@ def check_output(
     picks = _picks(frames, is_video, cfg)
     names = groundtruth.gt_names(case_id, num_gpus, is_video, output_ext, [label for _, label in picks])
     located = groundtruth.locate(gt_dir, cfg.platform, names, is_video)
-    result = ConsistencyResult(case_id, num_gpus, is_video, "failed", thresholds=thresholds)
+    result = ConsistencyResult(case_id, num_gpus, is_video, "fail", thresholds=thresholds)
     outs = [frames[index] for index, _ in picks]
     if located.missing:
         ready = _gt_files(case_id, num_gpus, is_video, output_ext, frames, picks, media)
@@ -59,7 +59,7 @@ def check_output(
         metrics = pixel_metrics(out, gt, sim)
         result.frames.append(FrameResult(index, label, str(path), metrics, tuple(metrics.failed(thresholds))))
     failed = [f for f in result.frames if f.failed]
-    result.status = "failed" if failed else "passed"
+    result.status = "fail" if failed else "pass"
     result.reason = "mismatch" if failed else None
     if cfg.artifacts_dir is not None:
         result.artifacts = [str(p) for p in artifacts.case_paths(cfg.artifacts_dir, case_id, num_gpus)]

@@ -12,7 +12,7 @@ from .thresholds import Thresholds
 
 PREFIX = "CONSISTENCY:"  # every failure message starts with this; perf failures never do
 
-Status = Literal["passed", "failed", "skipped", "regenerated"]
+Status = Literal["pass", "fail", "skipped", "regenerated"]  # the outcome words of the rest of the plugin
 Reason = Literal["mismatch", "shape", "missing-gt", "integrity"]  # why a check failed
 
 
@@ -51,7 +51,7 @@ class ConsistencyResult:
 
     @property
     def passed(self) -> bool:
-        return self.status != "failed"
+        return self.status != "fail"
 
     def worst(self) -> dict[str, float]:
         """The worst value of each metric over the compared frames (min, or max for mad)."""
@@ -82,7 +82,7 @@ class ConsistencyResult:
 class ConsistencyFailure(DiffperfFailure):
     """The output does not match its ground truth (or the GT is missing or tampered with).
 
-    ``str()`` starts with ``CONSISTENCY:``; ``.result`` is the ConsistencyResult (status "failed").
+    ``str()`` starts with ``CONSISTENCY:``; ``.result`` is the ConsistencyResult (status "fail").
     """
 
     def __init__(self, result: ConsistencyResult):
@@ -102,5 +102,5 @@ def thresholds_line(t: Thresholds) -> str:
 def frame_line(f: FrameResult) -> str:
     m = f.metrics
     name = f"frame {f.label} (index {f.index})" if f.label else "image"
-    verdict = f"FAILED: {', '.join(f.failed)}" if f.failed else "ok"
+    verdict = f"FAIL: {', '.join(f.failed)}" if f.failed else "pass"
     return f"{name}: clip={fmt(m.clip)} ssim={fmt(m.ssim)} psnr={fmt(m.psnr)} mad={fmt(m.mad)}  {verdict}"

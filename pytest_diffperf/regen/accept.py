@@ -125,7 +125,7 @@ def plan(
 def _refusal(result: ScenarioResult, side: str | None) -> str | None:
     if result.verdict == "error":
         return f"errored in the run ({result.message.splitlines()[0] if result.message else 'no message'})"
-    if result.consistency_status == "failed":
+    if result.consistency_status == "fail":
         return "failed its consistency check: figures of a wrong output are not a baseline"
     if result.ab is not None and side is None:
         return "was measured in an A/B run (base and candidate servers): pass --from candidate (or --from base)"

@@ -5,7 +5,7 @@ its ``provenance``) as ``DIR/<UTC time>-<commit>.json``: one file per run, so co
 CI jobs never write the same file and a job can download earlier runs' files into the folder. Any
 folder of results files is a history (``diffperf merge -o`` output too). ``diffperf trend DIR``,
 the HTML report and ``--diffperf-compare-to last`` read it, oldest first (by provenance time, then
-file name).
+file name). ``diffperf compare``'s JSONL file of its runs is its journal (``compare/journal.py``), not this.
 
 A scenario's series is one metric per run: by default its judged e2e (``measured.e2e_ms``, the
 preset's statistic over its requests), or ``load_ms``, ``avg_step_ms``, ``median_step_ms``, or a

@@ -14,7 +14,17 @@ from typing import Any, get_args
 
 from .._util.jsonfile import describe_type, read_json_object, validate
 from ..errors import DiffperfError
-from .model import OUTCOMES, READABLE_VERSIONS, RESULTS_VERSION, InconclusiveMode, ScenarioResult, fails_run
+from .model import (
+    CONSISTENCY_STATUSES,
+    OLD_STATUSES,
+    OUTCOMES,
+    READABLE_VERSIONS,
+    RESULTS_VERSION,
+    STATUS_VERSION,
+    InconclusiveMode,
+    ScenarioResult,
+    fails_run,
+)
 from .provenance import Provenance
 
 MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
@@ -37,6 +47,7 @@ def read_results(path: Path) -> dict[str, Any]:
             f"expected a list of scenario results, got {describe_type(scenarios)}", source=str(path), key="scenarios"
         )
     for i, entry in enumerate(scenarios):
+        _read_status(entry, doc["version"], path, f"scenarios.{i}")
         scenario_of(entry, path, f"scenarios.{i}")
     for key in ("rows", "servers"):
         records = doc.get(key, [])
@@ -89,6 +100,23 @@ def merge(docs: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
     merged["version"] = min(doc["version"] for _, doc in docs)  # what every input carries
     merged["merged_from"] = [str(p) for p, _ in docs]
     return merged
+
+
+def _read_status(entry: Any, version: int, path: Path, key: str) -> None:
+    """A scenario's consistency status in this version's words: a file before version 4 says passed and failed,
+    read as pass and fail (a merged file of older and newer inputs carries the oldest version, in the new words)."""
+    consistency = entry.get("consistency") if isinstance(entry, dict) else None
+    if not isinstance(consistency, dict):
+        return  # none compared, or not an object: the scenario's own validation says so
+    status = consistency.get("status")
+    if version < STATUS_VERSION and isinstance(status, str):
+        status = consistency["status"] = OLD_STATUSES.get(status, status)
+    if status not in CONSISTENCY_STATUSES:
+        known = ", ".join(map(repr, CONSISTENCY_STATUSES[:-1])) + f" or {CONSISTENCY_STATUSES[-1]!r}"
+        got = repr(status) if isinstance(status, str) else describe_type(status)
+        if isinstance(status, str) and status in OLD_STATUSES:
+            got += f" (version {version} files say {OLD_STATUSES[status]!r})"
+        raise DiffperfError(f"expected {known}, got {got}", source=str(path), key=f"{key}.consistency.status")
 
 
 def scenario_of(entry: Any, path: Path, key: str) -> ScenarioResult:

@@ -20,9 +20,14 @@ from ..verdicts.vocab import StaticVerdict, StopReason, Verdict
 # 2: "case" became "scenario"; every scenario carries its outcome.
 # 3: what a baseline entry is built from (``diffperf accept``): each request row's own server load, and each
 #    scenario's ``measurement`` (frames, wall time, its share of the server's start).
-RESULTS_VERSION = 3
-READABLE_VERSIONS = (2, 3)  # merged, compared and followed in a history; accepted from 3 on
+# 4: a consistency status says ``pass`` and ``fail``, as every other outcome does (before: passed, failed).
+RESULTS_VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)  # merged, compared and followed in a history; accepted from 3 on
 ENTRY_VERSION = 3  # the first version whose files carry the figures of a baseline entry
+STATUS_VERSION = 4  # the first version whose consistency statuses say pass and fail
+CONSISTENCY_STATUSES: tuple[ConsistencyStatus, ...] = get_args(ConsistencyStatus)
+# read from files before STATUS_VERSION
+OLD_STATUSES: dict[str, ConsistencyStatus] = {"passed": "pass", "failed": "fail"}
 
 # The performance verdict of a scenario; "inconclusive": the evidence supports neither a pass nor a fail.
 ScenarioVerdict = Literal["pass", "fail", "inconclusive", "unguarded", "unjudged", "error", "skipped"]
@@ -44,7 +49,7 @@ def combine(verdict: ScenarioVerdict, consistency: ConsistencyStatus | None) -> 
     compared = consistency not in (None, "skipped")
     if verdict == "error":
         return "error"
-    if verdict == "fail" or consistency == "failed":
+    if verdict == "fail" or consistency == "fail":
         return "fail"
     if verdict in ("skipped", "unjudged") and not compared:
         return verdict
@@ -272,9 +277,9 @@ class ScenarioResult(BaseModel):
     @field_validator("consistency")
     @classmethod
     def _known_status(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        statuses = get_args(ConsistencyStatus)
-        if value is not None and value.get("status") not in statuses:
-            raise ValueError(f"consistency status must be one of {', '.join(statuses)}, got {value.get('status')!r}")
+        if value is not None and value.get("status") not in CONSISTENCY_STATUSES:
+            known = ", ".join(CONSISTENCY_STATUSES)
+            raise ValueError(f"consistency status must be one of {known}, got {value.get('status')!r}")
         return value
 
     @property

@@ -84,7 +84,7 @@ def not_passed(results: Sequence[ScenarioResult]) -> list[ScenarioResult]:
 def next_lines(r: ScenarioResult, run: RunContext) -> list[tuple[str, str]]:
     """One scenario's ``next:`` pairs: its output's ground truth, and an inconclusive verdict's ways out."""
     out = []
-    if r.consistency_status == "failed":
+    if r.consistency_status == "fail":
         out.append(("if the output change is intended", ground_truth_next(r.scenario, run)))
     if r.verdict == "inconclusive":
         out += inconclusive_next([r.scenario], run)
@@ -102,7 +102,7 @@ def details(results: Sequence[ScenarioResult], run: RunContext) -> list[str]:
         lines.append(f"  {r.scenario} ({r.outcome}): {reason(r)}")
         if r.verdict == "inconclusive":
             lines += [f"    {line.strip()}" for line in r.message.strip().splitlines()[1:] if line.strip()]
-        if r.consistency_status == "failed":
+        if r.consistency_status == "fail":
             lines.append(f"    next, if the output change is intended: {ground_truth_next(r.scenario, run)}")
     unsure = [r.scenario for r in shown if r.verdict == "inconclusive"]
     steps = inconclusive_next(unsure, run)

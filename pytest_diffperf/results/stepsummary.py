@@ -111,7 +111,7 @@ def _not_passed(results: Sequence[ScenarioResult], run: RunContext) -> list[str]
     lines = ["#### Not passed", "", "| scenario | outcome | reason |", "|---|---|---|"]
     for r in shown:
         why = reason(r)
-        if r.consistency_status == "failed":
+        if r.consistency_status == "fail":
             why += f"; next, if the output change is intended: `{ground_truth_next(r.scenario, run)}`"
         lines.append(f"| {_cell(r.scenario)} | {r.outcome} | {_cell(why)} |")
     lines.append("")

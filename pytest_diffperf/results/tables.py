@@ -148,7 +148,7 @@ def reason(result: ScenarioResult) -> str:
         return ""
     parts = []
     bad = failing_checks(result) if result.verdict == "fail" else []
-    output = "output: " + output_reason(result.consistency or {}) if result.consistency_status == "failed" else ""
+    output = "output: " + output_reason(result.consistency or {}) if result.consistency_status == "fail" else ""
     if output and not bad:
         parts.append(output)  # the output failed it: that first
     if bad:

@@ -150,7 +150,7 @@ def next_steps(item: ScenarioItem, result: ScenarioResult | None, body: str) -> 
         str(settings.diffperf_gt_dir) if settings.diffperf_gt_dir else None,
         session.ab is not None,
     )
-    if result is not None and result.consistency_status == "failed":
+    if result is not None and result.consistency_status == "fail":
         command = ground_truth_next(sid, run, _repeated(item.config, GROUND_TRUTH), _select(item, sid))
         steps.append(("if the output change is intended", command))
     if result is not None and result.verdict == "inconclusive":

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_diffperf.results import history
 from pytest_diffperf.results.model import RESULTS_VERSION, ScenarioResult
+from tests.support import resultfiles
 from tests.support.cli import diffperf
 
 
@@ -55,6 +56,17 @@ def test_fail_on_step_json_and_one_scenario(folder):
 def test_series_lists_every_run(folder):
     out = diffperf("trend", str(folder), "slowed", "--series").stdout
     assert out.count("<- step") == 1 and "  8  2026-05-08 12:00 07aaaaa" in out
+
+
+def test_a_history_of_previous_and_current_version_files(tmp_path):
+    old, new = resultfiles.previous(), resultfiles.current()
+    new["provenance"] |= {"timestamp": "2026-12-03T15:27:52+00:00", "commit": "f" * 40}
+    for doc in (old, new):
+        history.save(tmp_path / "hist", doc)
+    data = json.loads(diffperf("trend", "--json", str(tmp_path / "hist"), "flux_tiny_t2i").stdout)
+    (series,) = data
+    e2e = old["scenarios"][0]["measured"]["e2e_ms"]
+    assert series["values"] == [e2e, e2e] and series["outcomes"] == ["fail", "fail"]
 
 
 @pytest.mark.parametrize(

@@ -144,6 +144,7 @@ BAD_ARGUMENTS = [
         "--output: cannot create cases.json/out/comparison-results.json: cases.json is not a folder",
     ),
     (["--log-dir", "cases.json"], "--log-dir: cases.json is a file; expected a folder"),
+    (["--journal", "a.jsonl", "--history", "b.jsonl"], "--history: the old name of --journal: give --journal alone"),
 ]
 
 
@@ -170,12 +171,12 @@ def test_config_or_report_is_required(tmp_path):
     )
 
 
-def test_a_damaged_history_fails_before_anything_runs(tmp_path):
+def test_a_damaged_journal_fails_before_anything_runs(tmp_path):
     write_cases(tmp_path / "cases.json", [tiny_case("a")])
-    (tmp_path / "history.jsonl").write_text('{"timestamp": "t", "results": []}\nnot json\n')
-    proc = compare("--config", "cases.json", "--frameworks", "reference", "--history", "history.jsonl", cwd=tmp_path)
+    (tmp_path / "journal.jsonl").write_text('{"timestamp": "t", "results": []}\nnot json\n')
+    proc = compare("--config", "cases.json", "--frameworks", "reference", "--journal", "journal.jsonl", cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (2, "")
-    assert proc.stderr == "diffperf compare: error: history.jsonl:2: invalid JSON: Expecting value at column 1\n"
+    assert proc.stderr == "diffperf compare: error: journal.jsonl:2: invalid JSON: Expecting value at column 1\n"
     assert not (tmp_path / "comparison-logs").exists() and not (tmp_path / "comparison-results.json").exists()
 
 

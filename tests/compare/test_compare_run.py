@@ -1,7 +1,8 @@
 """`diffperf compare` end to end: real reference-server processes, the command run in this process.
 
-Two runs share one folder and one history file: a healthy one (two cases on one server), then one
-where a server crashes, a request is invalid and a server fails to start, next to a healthy case.
+Two runs share one folder and one comparison journal: a healthy one (two cases on one server), then one
+where a server crashes, a request is invalid and a server fails to start, next to a healthy case (it
+names the journal by its deprecated option, --history).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from datetime import datetime
 
 import pytest
 
+from pytest_diffperf._util.tempdirs import MARKER
 from pytest_diffperf.protocol import PERF_LOG_FILE
 from tests.support.compare import compare, servers_under, write_cases
+from tests.support.paths import REPO
 from tests.support.suite import tiny_case
 
 pytestmark = pytest.mark.server  # starts server processes
@@ -47,7 +50,7 @@ def healthy(folder):
     write_cases(folder / "healthy.json", cases, measurement_repeats=2)
     proc = compare(
         "--config", "healthy.json", "--frameworks", "reference", "--measurement-repeats", "3",
-        "--output", "healthy-results.json", "--log-dir", "logs-healthy", "--history", "history.jsonl",
+        "--output", "healthy-results.json", "--log-dir", "logs-healthy", "--journal", "journal.jsonl",
         cwd=folder,
     )  # fmt: skip
     return proc, json.loads((folder / "healthy-results.json").read_text())
@@ -64,7 +67,7 @@ def faulty(folder, healthy):
     write_cases(folder / "faulty.json", cases)
     proc = compare(
         "--config", "faulty.json", "--frameworks", "reference", "--output", "faulty-results.json",
-        "--log-dir", "logs-faulty", "--history", "history.jsonl", "--startup-timeout", "300",
+        "--log-dir", "logs-faulty", "--history", "journal.jsonl", "--startup-timeout", "300",
         cwd=folder,
     )  # fmt: skip
     return proc, json.loads((folder / "faulty-results.json").read_text())
@@ -149,10 +152,14 @@ def test_failures_are_listed_exit_1_and_the_healthy_case_is_measured(folder, fau
     assert not servers_under(folder / "logs-faulty")
 
 
-def test_history_has_both_runs_and_the_report_shows_the_trend(folder, healthy, faulty):
-    lines = (folder / "history.jsonl").read_text().splitlines()
-    assert [json.loads(line) for line in lines] == [healthy[1], faulty[1]]
-    proc = compare("--report", "history.jsonl", cwd=folder)
+def test_the_journal_has_both_runs_and_the_report_shows_the_trend(folder, healthy, faulty):
+    lines = (folder / "journal.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [healthy[1], faulty[1]]  # --history still appends, and says so
+    deprecated = "diffperf compare: --history is deprecated: use --journal (the comparison journal, a JSONL file)"
+    assert [line for line in faulty[0].stderr.splitlines() if "deprecated" in line] == [deprecated]
+    assert "deprecated" not in healthy[0].stderr
+    assert "appended to the journal journal.jsonl" in healthy[0].stdout
+    proc = compare("--report", "journal.jsonl", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()[2:] if line and not line.startswith(" ")}
     before, last = healthy[1]["results"][0]["latency_s"], faulty[1]["results"][2]["latency_s"]
@@ -185,3 +192,24 @@ def test_a_hung_server_is_replaced_before_the_next_case(tmp_path, monkeypatch):
     (run,) = (output / "comparison-logs").iterdir()
     assert sorted(p.name for p in run.iterdir()) == ["server-1", "server-2"]
     assert not servers_under(output)
+
+
+def test_a_dry_run_and_a_run_of_a_bundled_case_leave_the_working_folder_empty(tmp_path, monkeypatch):
+    """Without --output, the results and the logs (the servers' too) go in a new temp folder; a dry run writes
+    nothing anywhere."""
+    cwd, temp = tmp_path / "cwd", tmp_path / "temp"
+    cwd.mkdir()
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # the temp folder, as TMPDIR sets it
+    args = ("--cases", str(REPO / "data" / "cases.json"), "--case-ids", "flux_tiny_t2i", "--server", "reference")
+    dry = compare(*args, "--dry-run", cwd=cwd)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "flux_tiny_t2i (reference): " in dry.stdout
+    assert list(cwd.iterdir()) == [] and list(temp.iterdir()) == []
+    proc = compare(*args, "--measurement-repeats", "1", cwd=cwd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(cwd.iterdir()) == []
+    (output,) = temp.iterdir()
+    assert sorted(p.name for p in output.iterdir()) == [MARKER, "comparison-logs", "comparison-results.json"]
+    (run,) = (output / "comparison-logs").iterdir()
+    assert PERF_LOG_FILE in {p.name for p in (run / "server-1").iterdir()}  # the server wrote its own files there

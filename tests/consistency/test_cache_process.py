@@ -54,5 +54,5 @@ def test_second_process_embeds_only_the_output(make_cfg, gt_dir, tmp_path):
         check=True,
     )
     report = json.loads(child.stdout.strip().splitlines()[-1])
-    assert report == {"status": "passed", "embedded": 3}  # the 3 output frames; no GT frame
+    assert report == {"status": "pass", "embedded": 3}  # the 3 output frames; no GT frame
     assert [p.stat().st_mtime_ns for p in cache] == mtimes

@@ -34,7 +34,7 @@ def test_regen_then_identical_output_passes(make_cfg, gt_dir):
     assert sorted(json.loads((gt_dir / "manifest.json").read_text())["files"]) == sorted(names)
     np.testing.assert_array_equal(np.asarray(Image.open(gt_dir / names[1])), frames[4])
     result = check_output("vid", 1, True, "mp4", frames, VIDEO_T, make_cfg())
-    assert result.status == "passed" and result.integrity == "verified"
+    assert result.status == "pass" and result.integrity == "verified"
     assert [(f.index, f.label) for f in result.frames] == [(0, "0"), (4, "mid"), (8, "last")]
     for f in result.frames:
         assert f.metrics.clip == pytest.approx(1.0, abs=1e-5)
@@ -50,7 +50,7 @@ def test_regen_other_frame_specs(make_cfg, gt_dir, spec, names):
     frames = video(5)
     check_output("v", 2, True, "mp4", frames, VIDEO_T, make_cfg(regen=True, frames=spec))
     assert sorted(p.name for p in gt_dir.glob("*.png")) == sorted(f"v_2gpu_{n}.png" for n in names)
-    assert check_output("v", 2, True, "mp4", frames, VIDEO_T, make_cfg(frames=spec)).status == "passed"
+    assert check_output("v", 2, True, "mp4", frames, VIDEO_T, make_cfg(frames=spec)).status == "pass"
 
 
 def test_image_media_is_written_verbatim(make_cfg, gt_dir):
@@ -61,7 +61,7 @@ def test_image_media_is_written_verbatim(make_cfg, gt_dir):
     check_output("img", 1, False, "jpg", [decoded], IMAGE_T, make_cfg(regen=True), media=jpeg)
     assert (gt_dir / "img_1gpu.jpg").read_bytes() == jpeg
     result = check_output("img", 1, False, "jpg", [decoded], IMAGE_T, make_cfg())
-    assert result.status == "passed" and result.frames[0].label == ""
+    assert result.status == "pass" and result.frames[0].label == ""
 
 
 def test_mismatch_names_metric_frame_and_gt_files(make_cfg, gt_dir):
@@ -74,13 +74,13 @@ def test_mismatch_names_metric_frame_and_gt_files(make_cfg, gt_dir):
     msg = str(err.value)
     assert msg.startswith("CONSISTENCY: case vid (1 GPU) differs from its ground truth: ")
     assert "ssim, psnr, mad on frame last" in msg
-    assert "frame last (index 8): clip=" in msg and "FAILED: " in msg
-    assert "frame 0 (index 0): clip=1.0000 ssim=1.0000 psnr=inf mad=0.0000  ok" in msg
+    assert "frame last (index 8): clip=" in msg and "FAIL: " in msg
+    assert "frame 0 (index 0): clip=1.0000 ssim=1.0000 psnr=inf mad=0.0000  pass" in msg
     assert "clip >= 0.9, ssim >= 0.92, psnr >= 24, mad <= 10" in msg
     for name in ("vid_1gpu_frame_0.png", "vid_1gpu_frame_mid.png", "vid_1gpu_frame_last.png"):
         assert str(gt_dir / name) in msg
     result = err.value.result
-    assert result.status == "failed" and result.reason == "mismatch"
+    assert result.status == "fail" and result.reason == "mismatch"
     assert [f.failed for f in result.frames][:2] == [(), ()] and "ssim" in result.frames[2].failed
 
 
@@ -90,7 +90,7 @@ def test_each_threshold_applies_per_frame_in_its_direction(make_cfg):
     out = noisy(gt, 3)
     m = check_output("img", 1, False, "png", [out], Thresholds(-1, -1, 0, 255), make_cfg()).frames[0].metrics
     exact = Thresholds(clip=m.clip, ssim=m.ssim, psnr=m.psnr, mad=m.mad)
-    assert check_output("img", 1, False, "png", [out], exact, make_cfg()).status == "passed"
+    assert check_output("img", 1, False, "png", [out], exact, make_cfg()).status == "pass"
     stricter = {"clip": m.clip + 1e-6, "ssim": m.ssim + 1e-6, "psnr": m.psnr + 1e-6, "mad": m.mad - 1e-6}
     for metric, value in stricter.items():
         t = Thresholds(**{**exact.__dict__, metric: value})
@@ -134,7 +134,7 @@ def test_missing_gt_lists_names_and_prepares_a_folder(make_cfg, gt_dir, tmp_path
     for f in ready.iterdir():  # copied in and recorded, they pass
         (gt_dir / f.name).write_bytes(f.read_bytes())
     manifest.rebuild(gt_dir)
-    assert check_output("new", 1, True, "mp4", frames, VIDEO_T, make_cfg()).status == "passed"
+    assert check_output("new", 1, True, "mp4", frames, VIDEO_T, make_cfg()).status == "pass"
 
 
 def test_missing_gt_folder_without_artifacts_dir(make_cfg, tmp_path, monkeypatch):
@@ -171,7 +171,7 @@ def test_without_manifest_gt_is_read_unverified(make_cfg, gt_dir):
     regen(make_cfg, frames=frames)
     (gt_dir / "manifest.json").unlink()
     result = check_output("vid", 1, True, "mp4", frames, VIDEO_T, make_cfg())
-    assert result.status == "passed" and result.integrity.startswith("unverified: no manifest.json")
+    assert result.status == "pass" and result.integrity.startswith("unverified: no manifest.json")
 
 
 def test_platform_folder(make_cfg, gt_dir):
@@ -228,7 +228,7 @@ def test_artifacts_and_summary(make_cfg, tmp_path):
     with Image.open(png) as img:
         assert img.width >= 3 * 128 and img.height > 3 * 48
     doc = json.loads(js.read_text())
-    assert doc["status"] == "failed" and doc["frames"][0]["failed"] and doc["thresholds"]["mad"] == 10.0
+    assert doc["status"] == "fail" and doc["frames"][0]["failed"] and doc["thresholds"]["mad"] == 10.0
     path = write_summary([passed, err.value.result.to_dict()], art)
     summary = json.loads(path.read_text())
-    assert summary["counts"] == {"passed": 1, "failed": 1} and len(summary["results"]) == 2
+    assert summary["counts"] == {"pass": 1, "fail": 1} and len(summary["results"]) == 2

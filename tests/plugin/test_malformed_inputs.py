@@ -643,7 +643,7 @@ CASES += [
     D("c26-compare-startup-timeout-1e300", "compare", "--config", C, "--startup-timeout", "1e300", "--dry-run", expect=("--startup-timeout", "1e300")),
     D("c26-compare-output-is-config", "compare", "--config", C, "--output", C, expect=("--output", "which this run reads")),
     D("c26-compare-log-dir-unwritable", "compare", "--config", C, "--log-dir", "/proc/nope", expect=("--log-dir", "/proc/nope")),
-    D("c26-compare-history-truncated", "compare", "--config", C, "--history", "h.jsonl", "--dry-run", expect=("h.jsonl",), raw={"h.jsonl": '{"a": '}),
+    D("c26-compare-journal-truncated", "compare", "--config", C, "--journal", "h.jsonl", "--dry-run", expect=("h.jsonl",), raw={"h.jsonl": '{"a": '}),
     D("c26-compare-id-300", "compare", "--config", C, "--dry-run", expect=(C, "cases.0.id", "300 characters"), change=rename_case("t" * 300)),
     # -- diffperf import-cases --------------------------------------------------------------------------------------------
     D("c26-import-output-is-input", "import-cases", SG, "-o", SG, expect=("--output", "would replace"), copies={"sg": SGLANG_SRC}),

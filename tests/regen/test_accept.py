@@ -1,8 +1,8 @@
 """`diffperf accept`: baselines from the results files of a run that happened (no server starts).
 
 The results file is a real run's (tests/data/results/flux_tiny_cpu.json: the bundled flux scenarios on
-this 2-core VM under load, re-measured on fresh servers by static mode); the other platforms' inputs are
-it with its header and provenance rewritten.
+this 2-core VM under load, re-measured on fresh servers by static mode, written as version 3); the other
+platforms' inputs are it with its header and provenance rewritten.
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ import pytest
 
 from pytest_diffperf.cli import main
 from pytest_diffperf.perf.lint import lint_baselines
+from tests.support import resultfiles
 from tests.support.paths import REPO
 
-RESULTS = REPO / "tests" / "data" / "results" / "flux_tiny_cpu.json"
+RESULTS = resultfiles.PREVIOUS
 BUNDLED = REPO / "data" / "perf_baselines" / "cpu.json"
 LAYOUT = REPO / "tests" / "data" / "sglang_layout"
 H100 = {"device": "NVIDIA H100 80GB HBM3", "measured_platform": "h100", "hardware": "h100"}
 
 
 def real() -> dict:
-    return json.loads(RESULTS.read_text())
+    return resultfiles.previous()
 
 
 def write(path: Path, doc: dict) -> str:
@@ -172,10 +173,11 @@ def refusal(tmp_path, capsys, doc: dict, *args: str, layout: Path | None = None)
     return capsys.readouterr().err.replace(str(tmp_path), "TMP")
 
 
-def test_errored_inconsistent_and_ab_scenarios_are_refused_each_in_one_line(tmp_path, capsys):
-    doc = real()
+@pytest.mark.parametrize(("read", "failed"), [(real, "failed"), (resultfiles.current, "fail")])
+def test_errored_inconsistent_and_ab_scenarios_are_refused_each_in_one_line(tmp_path, capsys, read, failed):
+    doc = read()
     doc["scenarios"][0] |= {"verdict": "error", "outcome": "error", "message": "server died\nlog..."}
-    doc["scenarios"][1]["consistency"]["status"] = "failed"
+    doc["scenarios"][1]["consistency"]["status"] = failed
     doc["scenarios"][1]["outcome"] = "fail"
     err = refusal(tmp_path, capsys, doc, "--dry-run")
     assert err.splitlines() == [
@@ -185,6 +187,17 @@ def test_errored_inconsistent_and_ab_scenarios_are_refused_each_in_one_line(tmp_
         "diffperf accept: error: 2 scenario(s) refused, nothing written; leave them out with "
         "-k 'not flux_tiny_t2i and not flux_tiny_t2i_8steps'",
     ]
+
+
+def test_a_previous_version_file_writes_what_its_rewrite_as_this_version_writes(tmp_path):
+    written = []
+    for name, doc in (("previous", real()), ("current", resultfiles.current())):
+        target = tmp_path / name / "cpu.json"
+        target.parent.mkdir()
+        shutil.copy(BUNDLED, target)
+        assert main(["accept", write(tmp_path / f"{name}.json", doc), f"--baselines={target}"]) == 0
+        written.append(json.loads(target.read_text())["scenarios"])
+    assert written[0] == written[1] != json.loads(BUNDLED.read_text())["scenarios"]
 
 
 def ab_run() -> dict:

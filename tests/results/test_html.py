@@ -47,7 +47,7 @@ def test_report(tmp_path):
     assert "Matplotlib" in slow  # drawn by the plotting library, not by hand
     (data,) = re.findall(r"src='data:image/png;base64,([^']+)'", slow)
     assert base64.b64decode(data) == png.read_bytes()
-    assert "Output against ground truth: failed" in slow and "<details open>" in slow
+    assert "Output against ground truth: fail" in slow and "<details open>" in slow
     assert "A/B</b>: regressed: e2e +12.0 % [+8.0, +16.0], 40 s" in section(page, "ab")
     assert "<svg" in section(page, "ab") and "<svg" in section(page, "noisy")
     for outcome in ("pass", "fail", "inconclusive", "error"):

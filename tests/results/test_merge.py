@@ -10,8 +10,10 @@ import pytest
 
 from pytest_diffperf.cli import main
 from pytest_diffperf.results.merge import results_of
+from pytest_diffperf.results.model import RESULTS_VERSION
+from tests.support import resultfiles
 
-HEADER = {"version": 2, "profile": "pr_test", "preset": "sglang", "hardware": "cpu", "launcher": "reference"}
+HEADER = {"version": RESULTS_VERSION, "profile": "pr_test", "preset": "sglang", "hardware": "cpu", "launcher": "reference"}  # fmt: skip
 BASELINE = Path(__file__).resolve().parents[2] / "data" / "perf_baselines" / "cpu.json"
 
 
@@ -93,11 +95,42 @@ def test_errors_and_failures_are_counted_and_fail_the_merge(files, capsys):
 
 
 def test_a_consistency_failure_fails_the_merge(files, capsys):
-    mismatch = {"status": "failed", "message": "CONSISTENCY: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95"}
+    mismatch = {"status": "fail", "message": "CONSISTENCY: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95"}
     assert main(["merge", *files(doc(result("flux_tiny_t2i", consistency=mismatch), result("sd_tiny_t2i")))]) == 1
     out = capsys.readouterr().out
     assert "2 scenarios: 1 pass, 1 fail" in out
     assert "output: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95" in out
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_previous_versions_statuses_passed_and_failed_are_read_as_pass_and_fail(files, tmp_path, capsys, version):
+    mismatch = {"status": "failed", "message": "CONSISTENCY: flux_tiny_t2i: frame 0 ssim 0.41 < 0.95"}
+    old = doc(
+        result("flux_tiny_t2i", consistency=mismatch, outcome="fail"),
+        result("sd_tiny_t2i", consistency={"status": "passed"}, outcome="pass"),
+        version=version,
+    )
+    new = doc(result("wan_tiny_t2v", consistency={"status": "fail"}), shard="2/2")
+    merged = tmp_path / "merged.json"
+    assert main(["merge", *files(old, new), "-o", str(merged)]) == 1
+    assert "diffperf merge: 2 file(s), 3 scenarios: 1 pass, 2 fail" in capsys.readouterr().out
+    written = json.loads(merged.read_text())
+    assert [s["consistency"]["status"] for s in written["scenarios"]] == ["fail", "pass", "fail"]
+    assert written["version"] == version  # what every input carries; its statuses are read as they are
+    assert main(["merge", str(merged)]) == 1
+    assert "1 file(s), 3 scenarios: 1 pass, 2 fail" in capsys.readouterr().out
+
+
+def test_a_real_previous_version_file_merges_as_its_current_version_rewrite(files, tmp_path, capsys):
+    outputs = []
+    for i, results in enumerate((resultfiles.previous(), resultfiles.current())):
+        assert main(["merge", *files(results), "-o", str(tmp_path / f"merged-{i}.json")]) == 1  # both scenarios fail
+        outputs.append((json.loads((tmp_path / f"merged-{i}.json").read_text()), capsys.readouterr().out))
+    (old, old_out), (new, new_out) = outputs
+    assert [s["consistency"]["status"] for s in old["scenarios"]] == ["pass", "pass"]
+    assert (old["version"], new["version"]) == (3, RESULTS_VERSION)
+    assert {**old, "version": 0} == {**new, "version": 0}
+    assert old_out.replace("merged-0", "merged-1") == new_out
 
 
 def test_inconclusive_fails_the_merge_when_the_runs_said_so(files, capsys):
@@ -148,7 +181,7 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
             "results-1.json: invalid JSON: Expecting property name enclosed in double quotes at line 1, column 2",
         ),
         (["[]"], "results-1.json: expected a JSON object at the top level, got a list"),
-        ([{"rows": []}], "results-1.json: version: not a diffperf results file of version 2 to 3 (found version None)"),
+        ([{"rows": []}], "results-1.json: version: not a diffperf results file of version 2 to 4 (found version None)"),
         ([HEADER | {"scenarios": {}}], "results-1.json: scenarios: expected a list of scenario results, got an object"),
         (
             [HEADER | {"scenarios": [{"case": "a", "verdict": "pass"}]}],
@@ -170,13 +203,34 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
             "consistency None: expected one of pass, fail, inconclusive, error, skipped, unguarded, unjudged",
         ),
         (
-            [doc(result("a", outcome="pass", consistency={"status": "failed"}))],
+            [doc(result("a", outcome="pass", consistency={"status": "fail"}))],
             "results-1.json: scenarios.0.outcome: outcome 'pass' does not follow from verdict 'pass' and "
-            "consistency 'failed': expected 'fail'",
+            "consistency 'fail': expected 'fail'",
         ),
         (
             [doc(result("a", consistency={"status": "FAILED"}))],
-            "results-1.json: scenarios.0.consistency: consistency status must be one of",
+            "results-1.json: scenarios.0.consistency.status: expected 'pass', 'fail', 'skipped' or 'regenerated', "
+            "got 'FAILED'",
+        ),
+        (
+            [doc(result("a", consistency={"status": "passed"}))],
+            "results-1.json: scenarios.0.consistency.status: expected 'pass', 'fail', 'skipped' or 'regenerated', "
+            f"got 'passed' (version {RESULTS_VERSION} files say 'pass')",
+        ),
+        (
+            [doc(result("a", consistency={"message": "no status"}), version=3)],
+            "results-1.json: scenarios.0.consistency.status: expected 'pass', 'fail', 'skipped' or 'regenerated', "
+            "got null",
+        ),
+        (
+            [doc(result("a", consistency={"status": ["failed"]}), version=3)],
+            "results-1.json: scenarios.0.consistency.status: expected 'pass', 'fail', 'skipped' or 'regenerated', "
+            "got a list",
+        ),
+        (
+            [doc(result("a"), version=1)],
+            "results-1.json: version: not a diffperf results file of version 2 to 4 (found version 1); write it "
+            "with pytest --diffperf-json",
         ),
     ],
 )
@@ -245,7 +299,7 @@ def test_every_scenario_that_did_not_pass_is_listed_after_a_merge(files, tmp_pat
     over = result("wan_tiny_t2v", "inconclusive", "PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): the "
                   "run's noise supports neither a pass nor a fail at these limits\n  e2e: inconclusive: ...")  # fmt: skip
     over["checks"] = [result("x", "fail")["checks"][0]]  # the engine's verdict; the interval's is inconclusive
-    mismatch = {"status": "failed", "message": "CONSISTENCY: case sd_tiny_t2i (1 GPU) differs: ssim on the image"}
+    mismatch = {"status": "fail", "message": "CONSISTENCY: case sd_tiny_t2i (1 GPU) differs: ssim on the image"}
     first = doc(result("flux_tiny_t2i"), result("flux_tiny_t2i_8steps", "fail", "e2e over its limit"), over)
     second = doc(result("sd_tiny_t2i", consistency=mismatch), result("wan_tiny_i2v", "error", "server x exited"),
                  shard="2/2")  # fmt: skip

@@ -12,26 +12,26 @@ from pytest_diffperf.results.model import FAILING, OUTCOMES, ScenarioResult, com
     ("verdict", "consistency", "outcome"),
     [
         ("pass", None, "pass"),
-        ("pass", "passed", "pass"),
+        ("pass", "pass", "pass"),
         ("pass", "regenerated", "pass"),
         ("pass", "skipped", "pass"),
-        ("pass", "failed", "fail"),
-        ("fail", "passed", "fail"),
+        ("pass", "fail", "fail"),
+        ("fail", "pass", "fail"),
         ("fail", None, "fail"),
-        ("error", "failed", "error"),
+        ("error", "fail", "error"),
         ("error", None, "error"),
         ("unguarded", None, "unguarded"),
-        ("unguarded", "failed", "fail"),
+        ("unguarded", "fail", "fail"),
         ("unjudged", None, "unjudged"),
         ("unjudged", "skipped", "unjudged"),
-        ("unjudged", "passed", "pass"),
-        ("unjudged", "failed", "fail"),
+        ("unjudged", "pass", "pass"),
+        ("unjudged", "fail", "fail"),
         ("skipped", None, "skipped"),
         ("skipped", "skipped", "skipped"),
         ("inconclusive", None, "inconclusive"),
-        ("inconclusive", "passed", "inconclusive"),
+        ("inconclusive", "pass", "inconclusive"),
         ("inconclusive", "skipped", "inconclusive"),
-        ("inconclusive", "failed", "fail"),
+        ("inconclusive", "fail", "fail"),
     ],
 )
 def test_outcome_combines_both_halves(verdict, consistency, outcome):
@@ -55,7 +55,7 @@ def test_unknown_verdicts_are_rejected(verdict):
 
 
 def test_unknown_consistency_status_is_rejected():
-    with pytest.raises(ValidationError, match="consistency status must be one of passed, failed, skipped, regenerated"):
+    with pytest.raises(ValidationError, match="consistency status must be one of pass, fail, skipped, regenerated"):
         ScenarioResult(scenario="s", verdict="pass", consistency={"status": "ok"})
 
 

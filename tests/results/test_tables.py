@@ -122,7 +122,7 @@ def test_a_reason_is_whole_and_the_terminals_cut_falls_between_words():
 
 def test_an_output_mismatch_names_its_metrics_values_and_frames_first():
     consistency = {
-        "status": "failed",
+        "status": "fail",
         "message": "CONSISTENCY: case v (1 GPU) differs from its ground truth: ssim on frame mid",
         "thresholds": {"clip": 0.9, "ssim": 0.95, "psnr": 25.0, "mad": 0.05},
         "frames": [

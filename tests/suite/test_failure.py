@@ -38,7 +38,7 @@ def test_an_ab_failure_starts_with_its_verdict(tmp_path):
 
 def test_an_output_mismatch_names_the_metric_its_value_and_the_frame():
     message = "CONSISTENCY: case v (1 GPU) differs from its ground truth: ssim on frame mid"
-    consistency = {"status": "failed", "message": message, "thresholds": {"ssim": 0.95},
+    consistency = {"status": "fail", "message": message, "thresholds": {"ssim": 0.95},
                    "frames": [{"index": 2, "label": "mid", "ssim": 0.41, "failed": ["ssim"]}]}  # fmt: skip
     result = ScenarioResult(scenario="v", verdict="pass", consistency=consistency)
     assert headline(message + "\n  thresholds: ...", result) == (

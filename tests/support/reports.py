@@ -37,7 +37,7 @@ def results(png: Path) -> list[ScenarioResult]:
         ],
         measured={"e2e_ms": 1400.0},
         message="PERFORMANCE: 2 check(s) failed",
-        consistency={"status": "failed", "message": "CONSISTENCY: slow: frame 0 ssim 0.41 < 0.95",
+        consistency={"status": "fail", "message": "CONSISTENCY: slow: frame 0 ssim 0.41 < 0.95",
                      "artifacts": [str(png)], "worst": {"ssim": 0.41}, "thresholds": {"ssim": 0.95}},
     )  # fmt: skip
     fast = ScenarioResult(

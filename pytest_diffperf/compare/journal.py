@@ -1,4 +1,9 @@
-"""Comparison history: one results document per line of a JSONL file, and each case's latency trend."""
+"""The comparison journal: one ``diffperf compare`` results document per line of a JSONL file, and each case's
+latency trend over them (``diffperf compare --journal FILE``, ``--report FILE``).
+
+Not the history folder of pytest's runs (``results/history.py``: one results file per run, ``--diffperf-history``,
+``diffperf trend``): a journal is one file that comparisons append to.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ from .._util.jsonfile import validate
 from ..errors import DiffperfError
 
 
-class HistoryResult(BaseModel):
+class JournalResult(BaseModel):
+    """One case on one framework in a comparison run."""
+
     model_config = ConfigDict(extra="allow")
 
     case_id: str
@@ -23,12 +30,14 @@ class HistoryResult(BaseModel):
     error: str | None = None
 
 
-class HistoryRun(BaseModel):
+class JournalEntry(BaseModel):
+    """One comparison run: its time, commit and each case's result."""
+
     model_config = ConfigDict(extra="allow")
 
     timestamp: str
     commit_sha: str = "unknown"
-    results: list[HistoryResult]
+    results: list[JournalResult]
 
 
 def append(path: Path, document: dict[str, Any]) -> None:
@@ -41,7 +50,7 @@ def append(path: Path, document: dict[str, Any]) -> None:
         raise DiffperfError(f"cannot append: {exc.strerror}", source=str(path)) from None
 
 
-def read(path: Path) -> list[HistoryRun]:
+def read(path: Path) -> list[JournalEntry]:
     """Every run in the file, oldest first; a bad line is an error naming the file and line."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -58,7 +67,7 @@ def read(path: Path) -> list[HistoryRun]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DiffperfError(f"invalid JSON: {exc.msg} at column {exc.colno}", source=where) from None
-        runs.append(validate(HistoryRun, data, Path(where), ""))
+        runs.append(validate(JournalEntry, data, Path(where), ""))
     return runs
 
 
@@ -69,7 +78,7 @@ class Trend:
     case_id: str
     framework: str
     runs: int
-    last: HistoryResult
+    last: JournalResult
     commit_sha: str
     previous: tuple[float, ...]
 
@@ -83,9 +92,9 @@ class Trend:
         return last / base - 1 if base and last is not None else None
 
 
-def trends(runs: list[HistoryRun]) -> list[Trend]:
+def trends(runs: list[JournalEntry]) -> list[Trend]:
     """One trend per (case, framework), in order of first appearance."""
-    seen: dict[tuple[str, str], list[tuple[HistoryResult, str]]] = {}
+    seen: dict[tuple[str, str], list[tuple[JournalResult, str]]] = {}
     for run in runs:
         for row in run.results:
             seen.setdefault((row.case_id, row.framework), []).append((row, run.commit_sha))
