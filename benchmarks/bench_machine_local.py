@@ -34,8 +34,8 @@ def case(serve_args: str = "") -> dict[str, Any]:
     return tiny_case("tiny", serve_args, perf_repeat_requests=3, perf_warmup_requests=1, timeout_s=300)
 
 
-def pytest_run(folder: Path, serve_args: str = "") -> tuple[str, float]:
-    """One run of the scenario: its outcome in the results file, and the run's wall time."""
+def pytest_run(folder: Path, serve_args: str = "") -> tuple[dict[str, Any], float]:
+    """One run of the scenario: its outcome and why (from the results file), and the run's wall time."""
     (folder / "cases.json").write_text(json.dumps({"cases": [case(serve_args)]}))
     results = folder / "results.json"
     results.unlink(missing_ok=True)
@@ -49,8 +49,24 @@ def pytest_run(folder: Path, serve_args: str = "") -> tuple[str, float]:
     wall = time.monotonic() - started
     (folder / "last-run.txt").write_text(done.stdout + done.stderr)
     if not results.is_file():
-        return "no results", wall
-    return json.loads(results.read_text())["scenarios"][0]["outcome"], wall
+        return {"outcome": "no results"}, wall
+    return why(json.loads(results.read_text())["scenarios"][0]), wall
+
+
+def why(scenario: dict[str, Any]) -> dict[str, Any]:
+    """A scenario's outcome, fresh servers, e2e's judgement, and what the interference check did."""
+    noise = scenario.get("noise") or {}
+    e2e: dict[str, Any] = next((c for c in noise.get("checks", []) if c["name"] == "e2e"), {})
+    interference = scenario.get("interference") or {}
+    windows = interference.get("windows") or [{}]
+    return {
+        "outcome": scenario["outcome"],
+        "servers": noise.get("attempts"),
+        "e2e": {k: e2e.get(k) for k in ("verdict", "judged_by", "actual", "low", "high", "expected", "limit")},
+        "interference": interference.get("effect"),
+        "outside_cpu_share": max((w.get("cpu_share") or 0.0) for w in windows),
+        "reason": (scenario.get("message") or "").split("\n")[0][:160],
+    }
 
 
 def env() -> dict[str, str]:
@@ -90,10 +106,14 @@ def main() -> int:
         runs: list[dict[str, Any]] = []
         for trial in range(args.trials):
             for kind, serve_args in (("no change", ""), ("2x", f"--inject-delay DenoisingStage={delay}")):
-                outcome, wall = pytest_run(folder, serve_args)
+                run, wall = pytest_run(folder, serve_args)
                 load = os.getloadavg()[0]
-                runs.append({"trial": trial, "kind": kind, "outcome": outcome, "wall_s": round(wall, 1), "load1": load})
-                print(f"trial {trial + 1}: {kind}: {outcome} ({wall:.0f} s, load {load:.1f})", flush=True)
+                runs.append({"trial": trial, "kind": kind, **run, "wall_s": round(wall, 1), "load1": load})
+                e2e = run.get("e2e") or {}
+                print(f"trial {trial + 1}: {kind}: {run['outcome']} ({wall:.0f} s, load {load:.1f}; "
+                      f"{run.get('servers')} server(s), e2e {e2e.get('verdict')} by {e2e.get('judged_by')} "
+                      f"{e2e.get('actual')} [{e2e.get('low')}, {e2e.get('high')}] vs {e2e.get('limit')}; "
+                      f"interference {run.get('interference')})", flush=True)  # fmt: skip
         summary = {
             kind: {
                 o: sum(1 for r in runs if r["kind"] == kind and r["outcome"] == o) for o in {r["outcome"] for r in runs}

@@ -1,6 +1,8 @@
 """The newcomer's two steps to decisive verdicts: record this machine once (a run, then `diffperf accept` of
 its results file), then judge: no change does not fail, a 2x slowdown (an injected delay) does. Once each
-here; benchmarks/bench_machine_local.py counts 10 of each (docs/benchmarks.md)."""
+here (the slowdown at most twice); benchmarks/bench_machine_local.py counts 10 of each (docs/benchmarks.md).
+The machine is shared: the interference check is on, so a fail measured while other processes took the CPUs is
+`inconclusive (machine busy)`, never a pass of this test's own making."""
 
 from __future__ import annotations
 
@@ -33,15 +35,25 @@ def test_record_with_accept_then_no_change_passes_and_a_slowdown_fails(pytester,
     device = results(pytester)["provenance"]["device"]
     assert recorded["metadata"]["measured_device"] == device
 
-    same = pytester.runpytest(*args)
+    judged = [*args, "--diffperf-busy-share=25%", "--diffperf-quiet-wait=0"]  # a busy fail: inconclusive at once
+    same = pytester.runpytest(*judged)
     assert "baselines.json was measured on" not in same.stdout.str()  # this machine's now
     assert same.ret == 0 and results(pytester)["scenarios"][0]["verdict"] in ("pass", "inconclusive")
 
-    # e2e about 4x: a 2x slowdown against a same-hour baseline is only sometimes decisive on a shared 2-core
-    # machine (docs/benchmarks.md, "Machine-local baselines"); the test proves the path, not that bar
-    delay = round(3 * recorded["scenarios"]["tiny"]["expected_e2e_ms"], 1)
+    # e2e about 2x: the delay is the recorded e2e, inside the denoising stage
+    delay = round(recorded["scenarios"]["tiny"]["expected_e2e_ms"], 1)
     slow = tiny_case("tiny", f"--inject-delay DenoisingStage={delay}", perf_repeat_requests=3, perf_warmup_requests=1)
     (pytester.path / "cases.json").write_text(json.dumps({"cases": [slow]}))
-    pytester.runpytest(*args).assert_outcomes(failed=1)
-    assert results(pytester)["scenarios"][0]["verdict"] == "fail"
+    for _ in range(2):  # a 2x slowdown is decisive in 90-100 % of runs (docs/benchmarks.md): twice at most
+        pytester.runpytest(*judged)
+        scenario = results(pytester)["scenarios"][0]
+        if scenario["verdict"] == "fail" or busy(scenario):
+            break
+    assert scenario["verdict"] == "fail" or busy(scenario), scenario["message"]
     assert not refservers()
+
+
+def busy(scenario: dict) -> bool:
+    """Whether a fail was made inconclusive because other processes took the machine."""
+    interference = scenario.get("interference") or {}
+    return scenario["verdict"] == "inconclusive" and interference.get("effect") == "inconclusive"
