@@ -297,12 +297,17 @@ def forecast(
     """The verdict codes ``attempts`` attempts would give an interval ``[low, high]`` at its estimate.
 
     All three on ``log(value / expected)``. The forecast interval keeps the estimate and shrinks to
-    :func:`forecast_se`; a check whose limit lies within that noise is judged by point value.
+    :func:`forecast_se`. A check whose limit lies within that noise is forecast by its point value
+    alone: past the limit, more servers either confirm it (a fail) or bring it back (a pass), so it
+    is forecast to fail, as a failing check is measured again before it is reported.
     """
     est = (np.asarray(low) + np.asarray(high)) / 2
     half = z * forecast_se(noise, requests, attempts)
     edge = np.asarray(log_limit, dtype=np.float64)
-    return _codes(est, est - half, est + half, edge, within_noise(edge, noise, z, requests, attempts))
+    point = within_noise(edge, noise, z, requests, attempts)
+    codes = _codes(est, est - half, est + half, edge, point)
+    codes[point & (est > edge)] = FAIL
+    return codes
 
 
 def go_on(now: CodeArray, later: CodeArray) -> NDArray[np.bool_]:
