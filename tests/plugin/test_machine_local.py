@@ -22,7 +22,8 @@ BUNDLED = json.loads((REPO / "data" / "perf_baselines" / "cpu.json").read_text()
 def test_record_with_accept_then_no_change_passes_and_a_slowdown_fails(pytester, suite, monkeypatch):
     case = tiny_case("tiny", perf_repeat_requests=3, perf_warmup_requests=1)
     args = suite([case], {"tiny": GENEROUS}, BUNDLED["tolerances"])
-    first = pytester.runpytest(*args)
+    judged = [*args, "--diffperf-busy-share=25%", "--diffperf-quiet-wait=0"]  # a busy fail: inconclusive at once
+    first = pytester.runpytest(*judged)
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(
         ["diffperf: note: *baselines.json was measured on a machine it does not name, this run measures on *: "
@@ -34,8 +35,8 @@ def test_record_with_accept_then_no_change_passes_and_a_slowdown_fails(pytester,
     recorded = json.loads((pytester.path / "baselines.json").read_text())
     device = results(pytester)["provenance"]["device"]
     assert recorded["metadata"]["measured_device"] == device
+    recorded_busy = any(w["busy"] for w in results(pytester)["scenarios"][0]["interference"]["windows"])
 
-    judged = [*args, "--diffperf-busy-share=25%", "--diffperf-quiet-wait=0"]  # a busy fail: inconclusive at once
     same = pytester.runpytest(*judged)
     assert "baselines.json was measured on" not in same.stdout.str()  # this machine's now
     assert same.ret == 0 and results(pytester)["scenarios"][0]["verdict"] in ("pass", "inconclusive")
@@ -44,12 +45,15 @@ def test_record_with_accept_then_no_change_passes_and_a_slowdown_fails(pytester,
     delay = round(recorded["scenarios"]["tiny"]["expected_e2e_ms"], 1)
     slow = tiny_case("tiny", f"--inject-delay DenoisingStage={delay}", perf_repeat_requests=3, perf_warmup_requests=1)
     (pytester.path / "cases.json").write_text(json.dumps({"cases": [slow]}))
-    for _ in range(2):  # a 2x slowdown is decisive in 90-100 % of runs (docs/benchmarks.md): twice at most
+    for _ in range(2):  # a 2x slowdown fails 97.6-100 % of scenarios (docs/benchmarks.md): twice at most
         pytester.runpytest(*judged)
         scenario = results(pytester)["scenarios"][0]
         if scenario["verdict"] == "fail" or busy(scenario):
             break
-    assert scenario["verdict"] == "fail" or busy(scenario), scenario["message"]
+    if recorded_busy:  # a baseline recorded while others took the CPUs: 2x of it may be within a quiet run's noise
+        assert scenario["verdict"] != "pass", scenario["message"]
+    else:
+        assert scenario["verdict"] == "fail" or busy(scenario), scenario["message"]
     assert not refservers()
 
 
