@@ -8,7 +8,7 @@ on fresh servers). After one recording, ``--trials`` rounds of: a run with no ch
 the denoising stage delayed by the recorded e2e (``--inject-delay DenoisingStage=MS``: e2e about 2x).
 Each run is a fresh ``pytest`` process in a temporary folder; the counts are of the scenario's outcome.
 
-    nice python benchmarks/bench_machine_local.py --trials 10 [--json out.json] [--smoke]
+    nice python benchmarks/bench_machine_local.py --trials 10 [--json out.json] [--keep DIR] [--smoke]
 
 ``--smoke``: one trial (CI checks that the script still runs).
 """
@@ -34,8 +34,9 @@ def case(serve_args: str = "") -> dict[str, Any]:
     return tiny_case("tiny", serve_args, perf_repeat_requests=3, perf_warmup_requests=1, timeout_s=300)
 
 
-def pytest_run(folder: Path, serve_args: str = "") -> tuple[dict[str, Any], float]:
-    """One run of the scenario: its outcome and why (from the results file), and the run's wall time."""
+def pytest_run(folder: Path, serve_args: str = "", keep: Path | None = None) -> tuple[dict[str, Any], float]:
+    """One run of the scenario: its outcome and why (from the results file), and the run's wall time; ``keep``:
+    a folder to copy its results file and output into, numbered."""
     (folder / "cases.json").write_text(json.dumps({"cases": [case(serve_args)]}))
     results = folder / "results.json"
     results.unlink(missing_ok=True)
@@ -48,6 +49,10 @@ def pytest_run(folder: Path, serve_args: str = "") -> tuple[dict[str, Any], floa
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False, env=env())
     wall = time.monotonic() - started
     (folder / "last-run.txt").write_text(done.stdout + done.stderr)
+    if keep is not None and results.is_file():
+        n = len(list(keep.glob("run-*.json"))) + 1
+        (keep / f"run-{n:02d}.json").write_bytes(results.read_bytes())
+        (keep / f"run-{n:02d}.txt").write_text(done.stdout + done.stderr)
     if not results.is_file():
         return {"outcome": "no results"}, wall
     return why(json.loads(results.read_text())["scenarios"][0]), wall
@@ -93,7 +98,10 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--json", help="write the counts and every run here")
     parser.add_argument("--smoke", action="store_true", help="one trial (CI checks that the script still runs)")
+    parser.add_argument("--keep", type=Path, help="copy every run's results file and output into this folder")
     args = parser.parse_args()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     if args.smoke:
         args.trials = 1
     with tempfile.TemporaryDirectory(prefix="diffperf-bench-local-") as tmp:
@@ -106,7 +114,7 @@ def main() -> int:
         runs: list[dict[str, Any]] = []
         for trial in range(args.trials):
             for kind, serve_args in (("no change", ""), ("2x", f"--inject-delay DenoisingStage={delay}")):
-                run, wall = pytest_run(folder, serve_args)
+                run, wall = pytest_run(folder, serve_args, args.keep)
                 load = os.getloadavg()[0]
                 runs.append({"trial": trial, "kind": kind, **run, "wall_s": round(wall, 1), "load1": load})
                 e2e = run.get("e2e") or {}
