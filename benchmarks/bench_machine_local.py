@@ -1,14 +1,16 @@
 """A baseline recorded on this machine, then judged: how often no change fails and a 2x slowdown fails.
 
 The two steps a newcomer takes (README): record once (a run with ``--diffperf-json``, then ``diffperf
-accept`` of its results file), then judge. One tiny scenario (tiny/flux-t2i, 64x64, 4 steps, 1 warmup
-and 3 measured requests, on the reference server) with the bundled file's tolerances (``pr_test`` of
-``data/perf_baselines/cpu.json``: e2e +10 %) and static mode's defaults (the run's noise, re-measures
-on fresh servers). After one recording, ``--trials`` rounds of: a run with no change, and a run with
+accept`` of its results file), then judge. One scenario of tiny/flux-t2i on the reference server, 1
+warmup and 3 measured requests, the shape of the bundled ``flux_tiny_t2i_8steps`` (256x256, 8 steps:
+e2e about 250 ms, so SGLang's 20 ms pad does not set its limit) or with ``--shape tests`` the tests'
+tiny case (64x64, 4 steps: e2e 30-50 ms, where the pad makes the limit +40-70 %, and 2x lies within
+the noise of it); the bundled file's tolerances (``pr_test`` of ``data/perf_baselines/cpu.json``: e2e
++10 %) and static mode's defaults (the run's noise, re-measures on fresh servers). After one recording, ``--trials`` rounds of: a run with no change, and a run with
 the denoising stage delayed by the recorded e2e (``--inject-delay DenoisingStage=MS``: e2e about 2x).
 Each run is a fresh ``pytest`` process in a temporary folder; the counts are of the scenario's outcome.
 
-    nice python benchmarks/bench_machine_local.py --trials 10 [--json out.json] [--keep DIR] [--smoke]
+    nice python benchmarks/bench_machine_local.py --trials 10 [--shape bundled|tests] [--json out.json] [--keep DIR] [--smoke]
 
 ``--smoke``: one trial (CI checks that the script still runs).
 """
@@ -27,17 +29,21 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.support.suite import GENEROUS, tiny_case  # noqa: E402 (the tests' tiny case: the same scenario)
+from tests.support.suite import GENEROUS, tiny_case  # noqa: E402 (the tests' tiny case)
+
+SHAPES = {"bundled": {"width": 256, "height": 256, "num_inference_steps": 8}, "tests": {}}
 
 
-def case(serve_args: str = "") -> dict[str, Any]:
-    return tiny_case("tiny", serve_args, perf_repeat_requests=3, perf_warmup_requests=1, timeout_s=300)
+def case(serve_args: str = "", shape: str = "bundled") -> dict[str, Any]:
+    return tiny_case("tiny", serve_args, perf_repeat_requests=3, perf_warmup_requests=1, timeout_s=300, **SHAPES[shape])
 
 
-def pytest_run(folder: Path, serve_args: str = "", keep: Path | None = None) -> tuple[dict[str, Any], float]:
+def pytest_run(
+    folder: Path, serve_args: str = "", keep: Path | None = None, shape: str = "bundled"
+) -> tuple[dict[str, Any], float]:
     """One run of the scenario: its outcome and why (from the results file), and the run's wall time; ``keep``:
     a folder to copy its results file and output into, numbered."""
-    (folder / "cases.json").write_text(json.dumps({"cases": [case(serve_args)]}))
+    (folder / "cases.json").write_text(json.dumps({"cases": [case(serve_args, shape)]}))
     results = folder / "results.json"
     results.unlink(missing_ok=True)
     command = [
@@ -78,14 +84,14 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
-def record(folder: Path) -> dict[str, Any]:
+def record(folder: Path, shape: str) -> dict[str, Any]:
     """The two steps' first: measure against a placeholder, then accept the run's results as the baseline."""
     bundled = json.loads((REPO / "data" / "perf_baselines" / "cpu.json").read_text())
     doc = {"metadata": {"hardware": "cpu"}, "tolerances": bundled["tolerances"], "sampling": bundled["sampling"],
            "scenarios": {"tiny": GENEROUS}}  # fmt: skip
     (folder / "baselines.json").write_text(json.dumps(doc, indent=4))
     (folder / "pytest.ini").write_text("[pytest]\n")
-    pytest_run(folder)
+    pytest_run(folder, shape=shape)
     accept = [sys.executable, "-m", "pytest_diffperf.cli", "accept", "results.json", "--baselines=baselines.json"]
     done = subprocess.run(accept, cwd=folder, capture_output=True, text=True, check=False, env=env())
     if done.returncode != 0:
@@ -98,6 +104,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--json", help="write the counts and every run here")
     parser.add_argument("--smoke", action="store_true", help="one trial (CI checks that the script still runs)")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="bundled", help="the scenario's image and steps")
     parser.add_argument("--keep", type=Path, help="copy every run's results file and output into this folder")
     args = parser.parse_args()
     if args.keep:
@@ -107,14 +114,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="diffperf-bench-local-") as tmp:
         folder = Path(tmp)
         started = time.monotonic()
-        baseline = record(folder)
+        baseline = record(folder, args.shape)
         delay = round(baseline["expected_e2e_ms"], 1)
         print(f"recorded: e2e {baseline['expected_e2e_ms']} ms, load {baseline.get('expected_load_ms')} ms; 2x: "
               f"DenoisingStage +{delay} ms", flush=True)  # fmt: skip
         runs: list[dict[str, Any]] = []
         for trial in range(args.trials):
             for kind, serve_args in (("no change", ""), ("2x", f"--inject-delay DenoisingStage={delay}")):
-                run, wall = pytest_run(folder, serve_args, args.keep)
+                run, wall = pytest_run(folder, serve_args, args.keep, args.shape)
                 load = os.getloadavg()[0]
                 runs.append({"trial": trial, "kind": kind, **run, "wall_s": round(wall, 1), "load1": load})
                 e2e = run.get("e2e") or {}
