@@ -7,6 +7,7 @@ The machine is shared: the interference check is on, so a fail measured while ot
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,13 @@ BUNDLED = json.loads((REPO / "data" / "perf_baselines" / "cpu.json").read_text()
 
 # the bundled flux_tiny_t2i_8steps' shape: e2e about 250 ms here, so SGLang's 20 ms pad does not set the limit (on
 # the 64x64 tiny case it makes it +40-70 %, and a 2x slowdown lies within the noise of it: docs/benchmarks.md)
-SHAPE = {"width": 256, "height": 256, "num_inference_steps": 8, "perf_repeat_requests": 3, "perf_warmup_requests": 1}
+SHAPE: dict[str, Any] = {
+    "width": 256,
+    "height": 256,
+    "num_inference_steps": 8,
+    "perf_repeat_requests": 3,
+    "perf_warmup_requests": 1,
+}
 
 
 def test_record_with_accept_then_no_change_passes_and_a_slowdown_fails(pytester, suite, monkeypatch):
