@@ -1,14 +1,16 @@
 """A baseline recorded on this machine, then judged: how often no change fails and a 2x slowdown fails.
 
 The two steps a newcomer takes (README): record once (a run with ``--diffperf-json``, then ``diffperf
-accept`` of its results file), then judge. One tiny scenario (tiny/flux-t2i, 64x64, 4 steps, 1 warmup
-and 3 measured requests, on the reference server) with the bundled file's tolerances (``pr_test`` of
-``data/perf_baselines/cpu.json``: e2e +10 %) and static mode's defaults (the run's noise, re-measures
-on fresh servers). After one recording, ``--trials`` rounds of: a run with no change, and a run with
+accept`` of its results file), then judge. One scenario of tiny/flux-t2i on the reference server, 1
+warmup and 3 measured requests, the shape of the bundled ``flux_tiny_t2i_8steps`` (256x256, 8 steps:
+e2e about 250 ms, so SGLang's 20 ms pad does not set its limit) or with ``--shape tests`` the tests'
+tiny case (64x64, 4 steps: e2e 30-50 ms, where the pad makes the limit +40-70 %, and 2x lies within
+the noise of it); the bundled file's tolerances (``pr_test`` of ``data/perf_baselines/cpu.json``: e2e
++10 %) and static mode's defaults (the run's noise, re-measures on fresh servers). After one recording, ``--trials`` rounds of: a run with no change, and a run with
 the denoising stage delayed by the recorded e2e (``--inject-delay DenoisingStage=MS``: e2e about 2x).
 Each run is a fresh ``pytest`` process in a temporary folder; the counts are of the scenario's outcome.
 
-    nice python benchmarks/bench_machine_local.py --trials 10 [--json out.json] [--smoke]
+    nice python benchmarks/bench_machine_local.py --trials 10 [--shape bundled|tests] [--json out.json] [--keep DIR] [--smoke]
 
 ``--smoke``: one trial (CI checks that the script still runs).
 """
@@ -27,16 +29,21 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.support.suite import GENEROUS, tiny_case  # noqa: E402 (the tests' tiny case: the same scenario)
+from tests.support.suite import GENEROUS, tiny_case  # noqa: E402 (the tests' tiny case)
+
+SHAPES = {"bundled": {"width": 256, "height": 256, "num_inference_steps": 8}, "tests": {}}
 
 
-def case(serve_args: str = "") -> dict[str, Any]:
-    return tiny_case("tiny", serve_args, perf_repeat_requests=3, perf_warmup_requests=1, timeout_s=300)
+def case(serve_args: str = "", shape: str = "bundled") -> dict[str, Any]:
+    return tiny_case("tiny", serve_args, perf_repeat_requests=3, perf_warmup_requests=1, timeout_s=300, **SHAPES[shape])
 
 
-def pytest_run(folder: Path, serve_args: str = "") -> tuple[str, float]:
-    """One run of the scenario: its outcome in the results file, and the run's wall time."""
-    (folder / "cases.json").write_text(json.dumps({"cases": [case(serve_args)]}))
+def pytest_run(
+    folder: Path, serve_args: str = "", keep: Path | None = None, shape: str = "bundled"
+) -> tuple[dict[str, Any], float]:
+    """One run of the scenario: its outcome and why (from the results file), and the run's wall time; ``keep``:
+    a folder to copy its results file and output into, numbered."""
+    (folder / "cases.json").write_text(json.dumps({"cases": [case(serve_args, shape)]}))
     results = folder / "results.json"
     results.unlink(missing_ok=True)
     command = [
@@ -48,23 +55,43 @@ def pytest_run(folder: Path, serve_args: str = "") -> tuple[str, float]:
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False, env=env())
     wall = time.monotonic() - started
     (folder / "last-run.txt").write_text(done.stdout + done.stderr)
+    if keep is not None and results.is_file():
+        n = len(list(keep.glob("run-*.json"))) + 1
+        (keep / f"run-{n:02d}.json").write_bytes(results.read_bytes())
+        (keep / f"run-{n:02d}.txt").write_text(done.stdout + done.stderr)
     if not results.is_file():
-        return "no results", wall
-    return json.loads(results.read_text())["scenarios"][0]["outcome"], wall
+        return {"outcome": "no results"}, wall
+    return why(json.loads(results.read_text())["scenarios"][0]), wall
+
+
+def why(scenario: dict[str, Any]) -> dict[str, Any]:
+    """A scenario's outcome, fresh servers, e2e's judgement, and what the interference check did."""
+    noise = scenario.get("noise") or {}
+    e2e: dict[str, Any] = next((c for c in noise.get("checks", []) if c["name"] == "e2e"), {})
+    interference = scenario.get("interference") or {}
+    windows = interference.get("windows") or [{}]
+    return {
+        "outcome": scenario["outcome"],
+        "servers": noise.get("attempts"),
+        "e2e": {k: e2e.get(k) for k in ("verdict", "judged_by", "actual", "low", "high", "expected", "limit")},
+        "interference": interference.get("effect"),
+        "outside_cpu_share": max((w.get("cpu_share") or 0.0) for w in windows),
+        "reason": (scenario.get("message") or "").split("\n")[0][:160],
+    }
 
 
 def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
-def record(folder: Path) -> dict[str, Any]:
+def record(folder: Path, shape: str) -> dict[str, Any]:
     """The two steps' first: measure against a placeholder, then accept the run's results as the baseline."""
     bundled = json.loads((REPO / "data" / "perf_baselines" / "cpu.json").read_text())
     doc = {"metadata": {"hardware": "cpu"}, "tolerances": bundled["tolerances"], "sampling": bundled["sampling"],
            "scenarios": {"tiny": GENEROUS}}  # fmt: skip
     (folder / "baselines.json").write_text(json.dumps(doc, indent=4))
     (folder / "pytest.ini").write_text("[pytest]\n")
-    pytest_run(folder)
+    pytest_run(folder, shape=shape)
     accept = [sys.executable, "-m", "pytest_diffperf.cli", "accept", "results.json", "--baselines=baselines.json"]
     done = subprocess.run(accept, cwd=folder, capture_output=True, text=True, check=False, env=env())
     if done.returncode != 0:
@@ -78,23 +105,31 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--json", help="write the counts and every run here")
     parser.add_argument("--smoke", action="store_true", help="one trial (CI checks that the script still runs)")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="bundled", help="the scenario's image and steps")
+    parser.add_argument("--keep", type=Path, help="copy every run's results file and output into this folder")
     args = parser.parse_args()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     if args.smoke:
         args.trials = 1
     with tempfile.TemporaryDirectory(prefix="diffperf-bench-local-") as tmp:
         folder = Path(tmp)
         started = time.monotonic()
-        baseline = record(folder)
+        baseline = record(folder, args.shape)
         delay = round(baseline["expected_e2e_ms"], 1)
         print(f"recorded: e2e {baseline['expected_e2e_ms']} ms, load {baseline.get('expected_load_ms')} ms; 2x: "
               f"DenoisingStage +{delay} ms", flush=True)  # fmt: skip
         runs: list[dict[str, Any]] = []
         for trial in range(args.trials):
             for kind, serve_args in (("no change", ""), ("2x", f"--inject-delay DenoisingStage={delay}")):
-                outcome, wall = pytest_run(folder, serve_args)
+                run, wall = pytest_run(folder, serve_args, args.keep, args.shape)
                 load = os.getloadavg()[0]
-                runs.append({"trial": trial, "kind": kind, "outcome": outcome, "wall_s": round(wall, 1), "load1": load})
-                print(f"trial {trial + 1}: {kind}: {outcome} ({wall:.0f} s, load {load:.1f})", flush=True)
+                runs.append({"trial": trial, "kind": kind, **run, "wall_s": round(wall, 1), "load1": load})
+                e2e = run.get("e2e") or {}
+                print(f"trial {trial + 1}: {kind}: {run['outcome']} ({wall:.0f} s, load {load:.1f}; "
+                      f"{run.get('servers')} server(s), e2e {e2e.get('verdict')} by {e2e.get('judged_by')} "
+                      f"{e2e.get('actual')} [{e2e.get('low')}, {e2e.get('high')}] vs {e2e.get('limit')}; "
+                      f"interference {run.get('interference')})", flush=True)  # fmt: skip
         summary = {
             kind: {
                 o: sum(1 for r in runs if r["kind"] == kind and r["outcome"] == o) for o in {r["outcome"] for r in runs}

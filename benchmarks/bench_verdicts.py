@@ -474,6 +474,7 @@ class StaticOutcome:
     requests: np.ndarray
     attempts: np.ndarray
     e2e_fail: np.ndarray
+    point: np.ndarray  # checks judged by point value (their limit within the noise)
 
 
 def simulate_static(
@@ -482,19 +483,23 @@ def simulate_static(
     """Static mode over attempts: judged after each, re-measured while ``go_on`` (the rule of ``remeasure``)."""
     cm, cs = apply_effect(pool.metrics, pool.steps, effect)
     trials, attempts = cand.shape
-    z = policy.z(len(checks.names))
     log_exp, log_lim = np.log(checks.expected), np.log(checks.limits)
     per_attempt = np.empty((trials, attempts), dtype=np.int8)
     more = np.zeros((trials, attempts), dtype=bool)
     e2e_fail = np.empty((trials, attempts), dtype=bool)
+    points = np.empty((trials, attempts), dtype=np.int64)
     for a in range(attempts):
         codes = np.empty((trials, len(checks.names)), dtype=np.int8)
         later = np.empty_like(codes)
+        point = np.empty(codes.shape, dtype=bool)
         for c_i, name in enumerate(checks.names):
             values = metric_of(name, cm, cs)[cand[:, : a + 1, None], req[:, : a + 1]]
             noise = policy.noise(checks.sample[0][c_i])
+            z = policy.z(len(checks.names), e2e=name == "e2e")
             edge = log_lim[:, c_i] - log_exp[:, c_i]
-            codes[:, c_i], low, high = static_codes(np.log(values), log_exp[:, c_i], log_lim[:, c_i], noise, z)
+            codes[:, c_i], low, high, point[:, c_i] = static_codes(
+                np.log(values), log_exp[:, c_i], log_lim[:, c_i], noise, z, policy.max_attempts
+            )
             later[:, c_i] = forecast(low, high, edge, noise, z, np.asarray(float(req.shape[-1])), policy.max_attempts)
         verdict = np.full(trials, STATIC_VERDICTS.index("inconclusive"), dtype=np.int8)
         verdict[np.all(codes == PASS, axis=1)] = PASS
@@ -502,6 +507,7 @@ def simulate_static(
         per_attempt[:, a] = verdict
         more[:, a] = go_on(codes, later) & (a + 1 < policy.max_attempts)
         e2e_fail[:, a] = codes[:, checks.names.index("e2e")] == FAIL
+        points[:, a] = point.sum(axis=1)
         for t, sample in enumerate(checks.sample[:10]):  # the vectorised rule is the plugin's scalar one
             values = {
                 c.name: metric_of(c.name, cm, cs)[cand[t, : a + 1, None], req[t, : a + 1]].tolist() for c in sample
@@ -509,10 +515,16 @@ def simulate_static(
             results = judge_static_checks(sample, values, policy)
             assert STATIC_VERDICTS.index(scenario_verdict(results)) == per_attempt[t, a], "static verdicts differ"
             assert remeasure(results, a + 1, policy) == more[t, a], "re-measure decisions differ"
+            assert [r.point for r in results] == list(point[t]), "point-value checks differ"
     stop = np.where((~more).any(axis=1), np.argmax(~more, axis=1), attempts - 1)
     final = np.take_along_axis(per_attempt, stop[:, None], axis=1)[:, 0]
+    at_stop = stop[:, None]
     return StaticOutcome(
-        final, (stop + 1) * req.shape[-1], stop + 1, np.take_along_axis(e2e_fail, stop[:, None], axis=1)[:, 0]
+        final,
+        (stop + 1) * req.shape[-1],
+        stop + 1,
+        np.take_along_axis(e2e_fail, at_stop, axis=1)[:, 0],
+        np.take_along_axis(points, at_stop, axis=1)[:, 0],
     )
 
 
@@ -1044,6 +1056,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "static_e2e_fail": float(so.e2e_fail.mean()),
                             "static_requests": float(so.requests.mean()),
                             "static_attempts": float(so.attempts.mean()),
+                            "static_point_checks": float(so.point.mean()),
                             "static_wall_s": float((so.requests * e2e_ms / 1000 + so.attempts * a.start_s).mean()),
                             "sglang_fail": float(go.fail_once.mean()),
                             "sglang_e2e_fail": float(go.e2e_fail_once.mean()),
@@ -1058,12 +1071,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"Static: n requests per fresh server (SGLang pr_test: {a.static_requests}; the bundled suite's profile: {BUNDLED_REQUESTS}, as its cases), re-measured on up to {spolicy.max_attempts} servers while `remeasure` says so, all {rows[0]['checks']} timing checks of `plan_checks`. SGLang: one request; retried: fails only if {SGLANG_ATTEMPTS} attempts all fail.\n"
         )
         print(
-            "| tolerances | data | set | effect | static fail % [95 % CI] | static pass % | static inconclusive % | static requests | fresh servers | SGLang fail % (any check) | SGLang e2e check fail % | SGLang with retries fail % |"
+            "| tolerances | data | set | effect | static fail % [95 % CI] | static pass % | static inconclusive % | static requests | fresh servers | checks by point value | SGLang fail % (any check) | SGLang e2e check fail % | SGLang with retries fail % |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(
-                f"| {r['profile']} | {r['set']} | {r['kind']} | {r['effect']} | {rate(r['static_fail'], r['trials'])} | {100 * r['static_pass']:.1f} | {100 * r['static_inconclusive']:.1f} | {r['static_requests']:.1f} | {r['static_attempts']:.2f} | {rate(r['sglang_fail'], r['trials'])} | {100 * r['sglang_e2e_fail']:.1f} | {100 * r['sglang_retried_fail']:.1f} |"
+                f"| {r['profile']} | {r['set']} | {r['kind']} | {r['effect']} | {rate(r['static_fail'], r['trials'])} | {100 * r['static_pass']:.1f} | {100 * r['static_inconclusive']:.1f} | {r['static_requests']:.1f} | {r['static_attempts']:.2f} | {r['static_point_checks']:.1f} | {rate(r['sglang_fail'], r['trials'])} | {100 * r['sglang_e2e_fail']:.1f} | {100 * r['sglang_retried_fail']:.1f} |"
             )
         out["static"] = rows
 

@@ -154,7 +154,8 @@ class ABRecord(BaseModel):
 
 
 class NoisyCheckRecord(BaseModel):
-    """One timing check judged with the run's noise: the interval on its true value against the limit."""
+    """One timing check judged with the run's noise: the interval on its true value against the limit, or (its
+    limit within the noise fresh servers cannot remove) its point value, with the interval against the expected."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -167,6 +168,7 @@ class NoisyCheckRecord(BaseModel):
     verdict: StaticVerdict
     processes: int
     requests: int
+    judged_by: Literal["interval", "point value"] = "interval"
 
 
 class NoiseRecord(BaseModel):

@@ -4,7 +4,9 @@ The limit engine (:func:`.verdict.judge_limits`) judges the pooled requests of e
 as before; its memory checks and missing measurements stay deterministic. Each timing check is
 then judged by :mod:`pytest_diffperf.verdicts.static` on its samples per attempt (fresh server):
 ``fail`` when its whole interval lies above the limit, ``pass`` at or below it, else
-``inconclusive``. Those verdicts replace the engine's for the timing checks. A failing e2e check
+``inconclusive``; a check whose limit lies within the noise fresh servers cannot remove is judged
+by its point value instead, and its verdict and record say so. Those verdicts replace the engine's
+for the timing checks. A failing e2e check
 is attributed to the stages as A/B's is (:mod:`pytest_diffperf.verdicts.attribution`), each
 stage's change against its stored value with its own interval.
 """
@@ -74,9 +76,7 @@ def judge_noisy(
     fixed = [r for r in engine if not r.passed and r.check.name not in judged]  # memory, missing: deterministic
     verdict = scenario_verdict(noisy) if noisy else "pass"
     requests = len(measurement.e2e_ms)
-    attribution = (
-        explained(noisy, policy.z(len(noisy))) if "e2e" in judged and judged["e2e"].verdict == "fail" else None
-    )
+    attribution = explained(noisy) if "e2e" in judged and judged["e2e"].verdict == "fail" else None
     result.noise = NoiseRecord(
         verdict=verdict,
         attempts=len(attempts),
@@ -104,26 +104,28 @@ def judge_noisy(
         )
     elif result.verdict == "fail":  # the engine failed only timing checks, which the intervals pass
         result.verdict, result.message = "pass", ""
+    if result.message and (point := [r.check.name for r in noisy if r.point]):
+        result.message += f"\n  judged by point value (each limit within the noise): {', '.join(point)}"
     go_on = not fixed and remeasure(noisy, len(attempts), policy, denoising=measurement.denoising_stages)
     return NoisyJudgement(result, go_on)
 
 
-def explained(results: Sequence[StaticResult], z: float) -> Attribution | None:
+def explained(results: Sequence[StaticResult]) -> Attribution | None:
     """e2e's change against the stored baseline, attributed to the stages (None without an e2e result)."""
-    changes = {r.check.name: _change(r, z) for r in results if r.check.name == "e2e" or stage_of(r.check.name)}
+    changes = {r.check.name: _change(r) for r in results if r.check.name == "e2e" or stage_of(r.check.name)}
     e2e = changes.pop("e2e", None)
     if e2e is None:
         return None
     return attribute(e2e, {str(stage_of(name)): c for name, c in changes.items()})
 
 
-def _change(r: StaticResult, z: float) -> Change:
+def _change(r: StaticResult) -> Change:
     low, high = math.log(r.low / r.check.expected), math.log(r.high / r.check.expected)
     return Change(
         math.exp((low + high) / 2),
         r.low / r.check.expected,
         r.high / r.check.expected,
-        (high - low) / (2 * z),
+        (high - low) / (2 * r.z),
         r.check.expected,
     )
 
@@ -140,4 +142,5 @@ def _record(r: StaticResult) -> NoisyCheckRecord:
         verdict=r.verdict,
         processes=r.processes,
         requests=r.requests,
+        judged_by="point value" if r.point else "interval",
     )

@@ -221,12 +221,14 @@ def label(name: str) -> str:
 
 
 def noise_text(result: ScenarioResult, name: str) -> str:
-    """A check's interval when the run judged it with its noise: `` [+1.0%, +9.0%] of 3 processes`` ('' if not)."""
+    """A check's interval when the run judged it with its noise: `` [+1.0%, +9.0%] of 3 processes`` ('' if not),
+    and ``, by point value`` when its limit lay within the noise (the point value decided)."""
     noisy = next((c for c in result.noise.checks if c.name == name), None) if result.noise is not None else None
     if noisy is None:
         return ""
     low, high = change(noisy.low, noisy.expected), change(noisy.high, noisy.expected)
-    return f" [{pct(low)}, {pct(high)}] of {noisy.processes} process(es)"
+    point = ", by point value" if noisy.judged_by == "point value" else ""
+    return f" [{pct(low)}, {pct(high)}] of {noisy.processes} process(es){point}"
 
 
 def e2e_of(result: ScenarioResult) -> tuple[float | None, float | None]:

@@ -8,8 +8,19 @@ far that process, or the run that stored the baseline, sits from the truth, so t
 check then ``fail``s when the whole interval lies above the limit, ``pass``es when it lies at or
 below it, and is ``inconclusive`` when it straddles it. A failing check is re-measured on a fresh
 server, pooled with what came before, within ``max_attempts``; so is an inconclusive scenario
-whose verdict the remaining attempts could still decide at its current estimates (where a limit
-lies within the irreducible noise, more attempts cannot, and the verdict stays inconclusive).
+whose verdict the remaining attempts could still decide at its current estimates.
+
+A limit can lie within the noise that the re-measure budget cannot remove (the stored baseline's
+own offset, and what ``max_attempts`` fresh processes leave): then no interval could ever show no
+change below it, and holding the scenario ``inconclusive`` for it would make every verdict so.
+Such a check is judged by its **point value** (:func:`within_noise`): it passes when its estimate
+is at or below the limit, and fails when its estimate is above the limit *and* its interval lies
+wholly above the stored value (so a fail at no change stays within the check's share of
+``alpha``); else it is inconclusive. Its verdict says so. The price: near the limit it fails
+more often than ``alpha`` (up to half the time at a change exactly at the limit).
+
+``alpha`` is split Bonferroni-style (valid whatever the checks' correlation): half to e2e, the
+rest evenly over the other timing checks, each share evenly over the attempts.
 SGLang instead retries a failing test up to 6 times and keeps the first pass, which lets a real
 regression through.
 Memory checks do not jitter and stay deterministic (:func:`pytest_diffperf.perf.limits.judge_check`).
@@ -31,6 +42,8 @@ from .interval import estimate
 from .noise import MEDIAN_VARIANCE, FloatArray, Noise
 from .rules import CodeArray, look_alpha, z_value
 from .vocab import STATIC_VERDICTS, StaticVerdict
+
+BoolArray = NDArray[np.bool_]
 
 TIMING_KINDS = frozenset({"e2e", "load", "denoise_agg", "step", "stage", "per_frame"})
 PASS, FAIL, INCONCLUSIVE = (STATIC_VERDICTS.index(v) for v in ("pass", "fail", "inconclusive"))
@@ -74,10 +87,11 @@ STATIC_LOAD = StaticNoise(baseline=0.14, process=0.14, within=0.0)
 
 @dataclass(frozen=True)
 class StaticPolicy:
-    """False-alarm budget per scenario, re-measure budget, and noise priors per check kind."""
+    """False-alarm budget per scenario (``e2e_share`` of it to e2e), re-measure budget, noise priors per check kind."""
 
     alpha: float = 0.01
     max_attempts: int = 3
+    e2e_share: float = 0.5
     e2e: StaticNoise = STATIC_E2E
     denoise: StaticNoise = STATIC_DENOISE  # denoising stages, step aggregates, steps, per-frame time
     stage: StaticNoise = STATIC_STAGE
@@ -88,6 +102,10 @@ class StaticPolicy:
         if not (isinstance(self.max_attempts, int) and self.max_attempts >= 1):
             raise DiffperfError(
                 f"expected an integer >= 1, got {self.max_attempts!r}", source="static policy", key="max_attempts"
+            )
+        if not 0 < self.e2e_share < 1:
+            raise DiffperfError(
+                f"expected 0 < e2e_share < 1, got {self.e2e_share!r}", source="static policy", key="e2e_share"
             )
 
     def noise(self, check: Check, denoising: Collection[str] = frozenset({DENOISING_STAGE})) -> StaticNoise:
@@ -101,29 +119,60 @@ class StaticPolicy:
             return self.stage
         return self.denoise
 
-    def z(self, timing_checks: int) -> float:
-        """Each interval's ``z``: ``alpha`` split over the scenario's timing checks and the attempts."""
-        return z_value(look_alpha(self.alpha, 1.0 / max(timing_checks, 1), self.max_attempts))
+    def z(self, timing_checks: int, *, e2e: bool = False) -> float:
+        """An interval's ``z`` among ``timing_checks`` checks: e2e's ``e2e_share`` of ``alpha``, or an even part of
+        the rest (the whole of it when the check is alone), split evenly over the attempts."""
+        rest = (1 - self.e2e_share) / max(timing_checks - 1, 1)
+        share = 1.0 if timing_checks <= 1 else self.e2e_share if e2e else rest
+        return z_value(look_alpha(self.alpha, share, self.max_attempts))
+
+
+def forecast_se(noise: StaticNoise, requests: FloatArray, attempts: int) -> FloatArray:
+    """The priors' standard error of ``log(true / expected)`` over ``attempts`` fresh processes of ``requests``
+    requests each; the stored baseline's own offset stays whatever the attempts."""
+    m = np.maximum(np.asarray(requests, dtype=np.float64), 1.0)
+    own = np.where(m <= 2, 1.0, MEDIAN_VARIANCE) * noise.within**2 / m
+    return np.asarray(np.sqrt(noise.baseline**2 + (noise.process**2 + own) / attempts), dtype=np.float64)
+
+
+def within_noise(edge: FloatArray, noise: StaticNoise, z: float, requests: FloatArray, attempts: int) -> BoolArray:
+    """Whether a limit (``edge`` = ``log(limit / expected)``) lies within the noise ``attempts`` fresh processes
+    cannot remove: at no change the interval could never lie at or below it. Such a check is judged by point value."""
+    return np.asarray(z * forecast_se(noise, requests, attempts) >= np.asarray(edge, dtype=np.float64), dtype=np.bool_)
+
+
+def _codes(est: FloatArray, low: FloatArray, high: FloatArray, edge: FloatArray, point: BoolArray) -> CodeArray:
+    """Verdict codes of intervals on ``log(true / expected)`` against ``edge``; by point value where ``point``."""
+    codes = np.full(np.broadcast(est, edge, point).shape, INCONCLUSIVE, dtype=np.int8)
+    codes[np.where(point, est <= edge, high <= edge)] = PASS
+    codes[np.where(point, (est > edge) & (low > 0), low > edge)] = FAIL
+    return codes
 
 
 def static_codes(
-    log_actual: FloatArray, log_expected: FloatArray, log_limit: FloatArray, noise: StaticNoise, z: float
-) -> tuple[CodeArray, FloatArray, FloatArray]:
-    """Verdict codes (index into ``STATIC_VERDICTS``) and interval on ``log(true / expected)``.
+    log_actual: FloatArray,
+    log_expected: FloatArray,
+    log_limit: FloatArray,
+    noise: StaticNoise,
+    z: float,
+    attempts: int = 1,
+) -> tuple[CodeArray, FloatArray, FloatArray, BoolArray]:
+    """Verdict codes (index into ``STATIC_VERDICTS``), interval on ``log(true / expected)``, and whether the check
+    was judged by point value (its limit within the noise ``attempts``, the budget's fresh processes, cannot remove).
 
     ``log_actual`` is shaped ``(..., processes, requests)`` (NaN: missing); ``log_expected`` and
     ``log_limit`` (the limit from :func:`pytest_diffperf.perf.limits.limit`) broadcast over ``...``.
     The vectorised core (the benchmark's path).
     """
+    log_actual = np.asarray(log_actual, dtype=np.float64)
     log_expected = np.asarray(log_expected, dtype=np.float64)
-    e = estimate(np.asarray(log_actual, dtype=np.float64) - log_expected[..., None, None], noise.run_noise)
+    e = estimate(log_actual - log_expected[..., None, None], noise.run_noise)
     se = np.sqrt(e.se**2 + noise.baseline**2)
     low, high = e.log_ratio - z * se, e.log_ratio + z * se
     edge = np.asarray(log_limit, dtype=np.float64) - log_expected
-    codes = np.full(np.broadcast(low, edge).shape, INCONCLUSIVE, dtype=np.int8)
-    codes[high <= edge] = PASS
-    codes[low > edge] = FAIL
-    return codes, low, high
+    per_process = e.request_pairs / np.maximum(e.process_pairs, 1.0)
+    point = within_noise(edge, noise, z, per_process, attempts)
+    return _codes(e.log_ratio, low, high, edge, point), low, high, point
 
 
 @dataclass(frozen=True)
@@ -137,17 +186,35 @@ class StaticResult:
     verdict: StaticVerdict
     processes: int
     requests: int
+    z: float  # the interval's
+    point: bool = False  # judged by point value: the limit lies within the noise the budget cannot remove
+
+    @property
+    def estimate(self) -> float:
+        """The interval's centre, ms: the point value a check judged by point value is judged on."""
+        return math.sqrt(self.low * self.high)
 
     def text(self) -> str:
         c, u = self.check, self.check.unit
+        counts = f"{self.requests} requests, {self.processes} process(es)"
+        if not self.point:
+            return (
+                f"{c.name}: {self.verdict}: {self.actual:.2f} {u} [{self.low:.2f}, {self.high:.2f}] vs limit "
+                f"{c.limit:.2f} {u} (expected {c.expected:.2f} {u}; {counts})"
+            )
+        side = "<=" if self.estimate <= c.limit else ">"
         return (
-            f"{c.name}: {self.verdict}: {self.actual:.2f} {u} [{self.low:.2f}, {self.high:.2f}] vs limit "
-            f"{c.limit:.2f} {u} (expected {c.expected:.2f} {u}; {self.requests} requests, {self.processes} process(es))"
+            f"{c.name}: {self.verdict} by point value: {self.estimate:.2f} {u} {side} limit {c.limit:.2f} {u}, "
+            f"interval [{self.low:.2f}, {self.high:.2f}] vs expected {c.expected:.2f} {u} ({counts}; the limit lies "
+            "within the noise fresh servers cannot remove: a fail needs the interval above the expected value)"
         )
 
 
-def judge_static(check: Check, samples: Sequence[Sequence[float]], noise: StaticNoise, z: float) -> StaticResult:
-    """Judge one timing check on its samples, one sequence per fresh process (attempt)."""
+def judge_static(
+    check: Check, samples: Sequence[Sequence[float]], noise: StaticNoise, z: float, attempts: int = 1
+) -> StaticResult:
+    """Judge one timing check on its samples, one sequence per fresh process (attempt so far); ``attempts``: the
+    budget's fresh processes (whether the limit lies within the noise they cannot remove)."""
     if check.kind not in TIMING_KINDS or not check.expected > 0:
         raise ValueError(f"{check.name}: only timing checks with an expected value > 0 are judged statistically")
     values = [float(x) for xs in samples for x in xs if math.isfinite(x) and x > 0]
@@ -159,7 +226,9 @@ def judge_static(check: Check, samples: Sequence[Sequence[float]], noise: Static
         for j, x in enumerate(xs):
             if math.isfinite(x) and x > 0:
                 logs[i, j] = math.log(x)
-    codes, low, high = static_codes(logs, _a(math.log(check.expected)), _a(math.log(check.limit)), noise, z)
+    codes, low, high, point = static_codes(
+        logs, _a(math.log(check.expected)), _a(math.log(check.limit)), noise, z, attempts
+    )
     return StaticResult(
         check=check,
         actual=float(np.median(values)),
@@ -168,6 +237,8 @@ def judge_static(check: Check, samples: Sequence[Sequence[float]], noise: Static
         verdict=STATIC_VERDICTS[int(codes)],
         processes=sum(1 for xs in samples if any(math.isfinite(x) and x > 0 for x in xs)),
         requests=len(values),
+        z=z,
+        point=bool(point),
     )
 
 
@@ -186,8 +257,16 @@ def judge_static_checks(
     """
     policy = StaticPolicy() if policy is None else policy
     judged = [c for c in checks if c.kind in TIMING_KINDS and c.expected > 0 and _has_values(samples.get(c.name))]
-    z = policy.z(len(judged))
-    return [judge_static(c, samples[c.name], policy.noise(c, denoising), z) for c in judged]
+    return [
+        judge_static(
+            c,
+            samples[c.name],
+            policy.noise(c, denoising),
+            policy.z(len(judged), e2e=c.kind == "e2e"),
+            policy.max_attempts,
+        )
+        for c in judged
+    ]
 
 
 def _a(x: float) -> FloatArray:
@@ -215,19 +294,19 @@ def forecast(
     requests: FloatArray,
     attempts: int,
 ) -> CodeArray:
-    """The verdict codes ``attempts`` attempts would give an interval ``[low, high]`` (log scale) at its estimate.
+    """The verdict codes ``attempts`` attempts would give an interval ``[low, high]`` at its estimate.
 
-    The forecast interval keeps the estimate and shrinks to the priors' standard error over
-    ``attempts`` fresh processes of ``requests`` requests each; the baseline's own offset stays.
+    All three on ``log(value / expected)``. The forecast interval keeps the estimate and shrinks to
+    :func:`forecast_se`. A check whose limit lies within that noise is forecast by its point value
+    alone: past the limit, more servers either confirm it (a fail) or bring it back (a pass), so it
+    is forecast to fail, as a failing check is measured again before it is reported.
     """
     est = (np.asarray(low) + np.asarray(high)) / 2
-    m = np.maximum(np.asarray(requests, dtype=np.float64), 1.0)
-    own = np.where(m <= 2, 1.0, MEDIAN_VARIANCE) * noise.within**2 / m
-    se = np.sqrt(noise.baseline**2 + (noise.process**2 + own) / attempts)
+    half = z * forecast_se(noise, requests, attempts)
     edge = np.asarray(log_limit, dtype=np.float64)
-    codes = np.full(np.broadcast(est, edge).shape, INCONCLUSIVE, dtype=np.int8)
-    codes[est + z * se <= edge] = PASS
-    codes[est - z * se > edge] = FAIL
+    point = within_noise(edge, noise, z, requests, attempts)
+    codes = _codes(est, est - half, est + half, edge, point)
+    codes[point & (est > edge)] = FAIL
     return codes
 
 
@@ -262,17 +341,16 @@ def remeasure(
         raise ValueError("remeasure is asked after at least one attempt")
     if attempts >= policy.max_attempts or not results:
         return False
-    z = policy.z(len(results))
     now = np.array([STATIC_VERDICTS.index(r.verdict) for r in results], dtype=np.int8)
     later = np.array(
         [
             int(
                 forecast(
-                    _a(math.log(r.low)),
-                    _a(math.log(r.high)),
-                    _a(math.log(r.check.limit)),
+                    _a(math.log(r.low / r.check.expected)),
+                    _a(math.log(r.high / r.check.expected)),
+                    _a(math.log(r.check.limit / r.check.expected)),
                     policy.noise(r.check, denoising),
-                    z,
+                    r.z,
                     _a(r.requests / max(r.processes, 1)),
                     policy.max_attempts,
                 )

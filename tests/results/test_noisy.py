@@ -72,14 +72,35 @@ def test_a_tripled_e2e_fails_with_the_denoising_stage_named():
     assert (result.noise.attempts, result.noise.requests, result.noise.wall_s) == (1, 3, 12.5)
 
 
-def test_no_change_is_inconclusive_at_a_limit_inside_the_noise_and_not_measured_again():
-    judged = judge([attempt(4)])
-    assert judged.result.verdict == "inconclusive"
-    assert not judged.remeasure  # more fresh servers cannot shrink the stored baseline's own offset enough
-    assert "inconclusive (1 fresh server(s), 3 requests): the run's noise supports neither a pass nor a fail" in (
-        judged.result.message
+def test_no_change_passes_limits_inside_the_noise_by_point_value():
+    """+10 % e2e, +50 % load and the denoising stage's limit lie within the noise fresh servers cannot remove: judged
+    by point value, they pass at once; the step checks are judged by interval and need more servers."""
+    first = judge([attempt(4)])
+    assert first.result.verdict == "inconclusive"
+    assert first.remeasure  # every open check is forecast to pass on 3 servers
+    assert first.result.noise is not None
+    by_point = {c.name for c in first.result.noise.checks if c.judged_by == "point value"}
+    assert by_point == {"e2e", "load", "stage[DenoisingStage]"}
+    assert {c.verdict for c in first.result.noise.checks if c.name in by_point} == {"pass"}
+    assert first.result.message.endswith(
+        "\n  judged by point value (each limit within the noise): e2e, load, stage[DenoisingStage]"
     )
+    assert "inconclusive (1 fresh server(s), 3 requests): the run's noise supports neither a pass nor a fail" in (
+        first.result.message
+    )
+    done = judge([attempt(4), attempt(41), attempt(42)])
+    assert (done.result.verdict, done.result.message, done.remeasure) == ("pass", "", False)
+
+
+def test_past_a_limit_inside_the_noise_but_not_past_the_noise_is_inconclusive_and_measured_again():
+    """e2e +15 % against +10 %: its point value is past the limit, its interval includes the stored value: inconclusive,
+    measured again while servers remain (to confirm it or bring it back)."""
+    judged = judge([attempt(4, denoise_delay_ms=63.0)])
+    assert judged.result.verdict == "inconclusive"
+    assert judged.remeasure
+    assert "e2e: inconclusive by point value: " in judged.result.message
     assert judged.result.outcome == "inconclusive"
+    assert not judge([attempt(4 + i, denoise_delay_ms=63.0) for i in range(3)]).remeasure  # the budget is spent
 
 
 def test_no_change_passes_wide_limits():

@@ -138,3 +138,16 @@ def test_an_output_mismatch_names_its_metrics_values_and_frames_first():
         "output: ssim 0.4100 (needs >= 0.95) on frame mid (index 3), psnr 20.5000 (needs >= 25) on frame mid "
         "(index 3); PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): ..."
     )
+
+
+def test_a_check_judged_by_point_value_says_so():
+    """Its limit within the noise: the interval is against the expected value, and the point value decided."""
+    checks = [check("e2e", "e2e", 105.0, 100.0, 110.0)]
+    judged = noisy_check("e2e", 105.0, 60.0, 180.0, 100.0, 110.0, "pass").model_copy(
+        update={"judged_by": "point value"}
+    )
+    noise = NoiseRecord(verdict="pass", attempts=1, requests=3, wall_s=9.0, checks=[judged])
+    result = ScenarioResult(scenario="p", verdict="pass", checks=checks, noise=noise)
+    assert (
+        summary_table([result])[1][5] == "e2e +5.0% (allowed +10.0%) [-40.0%, +80.0%] of 1 process(es), by point value"
+    )
