@@ -107,6 +107,17 @@ OPTIONS = (
         default="together",
     ),
     Option(
+        "--diffperf-ab-pairs",
+        "A/B: group (a server group's scenarios share each process pair) or scenario (fresh pairs per scenario)",
+        default="group",
+    ),
+    Option(
+        "--diffperf-ab-prestart",
+        "A/B: process pairs started ahead of the one measuring (auto: 1 on CPU servers or where the devices "
+        "hold two pairs apart, else 0)",
+        default="auto",
+    ),
+    Option(
         "--diffperf-inconclusive",
         "an inconclusive verdict: report (the test shows INCONCLUSIVE, the run does not fail) or fail",
         default="report",
@@ -196,6 +207,8 @@ class Settings:
     diffperf_ab_min_process_pairs: str
     diffperf_ab_tolerance: str | None
     diffperf_ab_servers: str
+    diffperf_ab_pairs: str
+    diffperf_ab_prestart: str
     diffperf_inconclusive: str
     diffperf_static_noise: str
     diffperf_remeasure: str

@@ -1,14 +1,16 @@
 """The verdict settings of a run: A/B against a base build, static mode's noise and re-measures, inconclusive.
 
 Read once from the options (one ``DiffperfError`` per bad value, before any server starts) and
-kept on the session: :class:`ABRun` owns one server pool per side for the whole run.
+kept on the session: :class:`ABRun` owns the servers' pools (one per side and slot) for the whole run
+and each server group's process pairs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar, get_args
 
@@ -17,7 +19,9 @@ from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
+from ..results.abscenario import GroupAB
 from ..results.model import InconclusiveMode
+from ..results.provenance import CPU_LAUNCHERS
 from ..serving.abservers import SERVER_MODES, SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
 from ..serving.interference import DEVICE_MODES, BusyPolicy, Watch
@@ -36,21 +40,58 @@ C = TypeVar("C", bound=str)
 NOISE_PRIORS_MEASURED_ON = frozenset({"cpu"})  # the runner classes the default priors were measured on
 
 
+PairSharing = Literal["group", "scenario"]
+
+
 @dataclass
 class ABRun:
-    """A/B settings and one server pool per side, shared by every scenario of the run."""
+    """A/B settings, the servers' pools (one per side and slot, shared by every scenario of the run) and each
+    server group's process pairs (:class:`~pytest_diffperf.results.abscenario.GroupAB`)."""
 
     sides: dict[Side, SideServer]
-    pools: dict[Side, ServerPool]
+    pool: Callable[[int, Side], ServerPool]  # a new pool for a slot and side
     design: ABDesign
     policy: VerdictPolicy
     mode: ServerMode
+    devices: DeviceShare
+    sharing: PairSharing = "group"
+    prestart: int | None = None  # process pairs started ahead of the one measuring; None: auto
+    cpu: bool = False  # the launcher's servers run on the CPU (auto prestarts)
     checkouts: GitCheckouts | None = None  # the git= sides' worktrees, removed at close
+    progress: Callable[[str], None] = lambda _msg: None
+    pools: dict[tuple[int, Side], ServerPool] = field(default_factory=dict)
+    groups: dict[str, GroupAB] = field(default_factory=dict)
 
-    def servers(self, case: Case, spec: ServerSpec, timeout: float) -> ABServers:
-        return ABServers(self.sides, self.pools, case, spec, timeout, self.mode)
+    def group(self, key: str, spec: ServerSpec, members: Sequence[tuple[str, Case, float]]) -> GroupAB:
+        """The process pairs of server group ``key`` and its scenarios ``members`` (made by the first of them)."""
+        if key not in self.groups:
+            ahead = self.ahead(spec.num_gpus)
+            slots = ahead + 1
+            pools = [{side: self._pool(slot, side) for side in SIDES} for slot in range(slots)]
+            servers = ABServers(self.sides, pools, spec, self.mode, self.progress)
+            separate = self.devices.slots(spec.num_gpus) >= slots
+            self.groups[key] = GroupAB(key, servers, self.design, self.policy, ahead, separate)
+            for member in members:
+                self.groups[key].add(*member)
+        return self.groups[key]
+
+    def ahead(self, num_gpus: int) -> int:
+        """How many process pairs start ahead of the one measuring: ``--diffperf-ab-prestart``, or (auto) one
+        where the devices hold two pairs apart or the servers run on the CPU; none one at a time."""
+        if self.mode != "together":
+            return 0
+        if self.prestart is not None:
+            return self.prestart
+        return 1 if self.cpu or self.devices.slots(num_gpus) >= 2 else 0
+
+    def _pool(self, slot: int, side: Side) -> ServerPool:
+        if (slot, side) not in self.pools:
+            self.pools[slot, side] = self.pool(slot, side)
+        return self.pools[slot, side]
 
     def close(self) -> None:
+        for group in self.groups.values():
+            group.close()
         for pool in self.pools.values():
             pool.release()
         if self.checkouts is not None:
@@ -116,6 +157,10 @@ def ab_run(
     )
     mode = _choice(settings.diffperf_ab_servers, SERVER_MODES, "--diffperf-ab-servers")
     policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors, mode)
+    sharing = _choice(settings.diffperf_ab_pairs, get_args(PairSharing), "--diffperf-ab-pairs")
+    prestart = None if settings.diffperf_ab_prestart.strip().lower() == "auto" else _count(
+        settings.diffperf_ab_prestart, "--diffperf-ab-prestart", minimum=0, also="auto"
+    )  # fmt: skip
     checkouts = GitCheckouts(home, progress)
     try:
         built = {side: checkouts.build(specs[side], f"--diffperf-{side}") for side in SIDES}
@@ -126,20 +171,25 @@ def ab_run(
     except BaseException:
         checkouts.close()
         raise
-    pools = {
-        side: ServerPool(
-            workdir / side,
+
+    def pool(slot: int, side: Side) -> ServerPool:
+        """Slot 0's servers use the first devices of the share; a later slot's the next, where the share holds them."""
+        slot_env = partial(devices.env, slot=slot)
+        return ServerPool(
+            workdir / (side if slot == 0 else f"{side}-{slot + 1}"),
             settings.diffperf_startup_timeout,
             progress,
-            devices.env,
+            slot_env,
             devices.ports,
             launcher=sides[side].launcher,
             progress_every=settings.diffperf_progress_every,
-            before_start=watch.before_start(progress),
+            before_start=replace(watch, device_env=slot_env).before_start(progress),
         )
-        for side in SIDES
-    }
-    return ABRun(sides, pools, design, policy, mode, checkouts)
+
+    return ABRun(
+        sides, pool, design, policy, mode, devices, sharing, prestart, launcher.name in CPU_LAUNCHERS, checkouts,
+        progress,
+    )  # fmt: skip
 
 
 def inconclusive_mode(settings: Settings) -> InconclusiveMode:
@@ -177,13 +227,15 @@ def busy_policy(settings: Settings) -> BusyPolicy:
     return BusyPolicy(share, settings.diffperf_quiet_wait, mode)
 
 
-def _count(raw: str, flag: str) -> int:
+def _count(raw: str, flag: str, minimum: int = 1, also: str = "") -> int:
     try:
         value = int(str(raw).strip())
     except ValueError:
-        value = 0
-    if value < 1:
-        raise DiffperfError(f"expected an integer >= 1, got {raw!r}", source=flag)
+        value = minimum - 1
+    if value < minimum:
+        raise DiffperfError(
+            f"expected an integer >= {minimum}{f' or {also}' if also else ''}, got {raw!r}", source=flag
+        )
     return value
 
 
