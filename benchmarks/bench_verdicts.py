@@ -91,7 +91,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_diffperf.cases import load_cases
+from pytest_diffperf.cases import Case, load_cases
 from pytest_diffperf.perf.limits import (
     Check,
     CheckKind,
@@ -115,7 +115,7 @@ from pytest_diffperf.protocol import (
 )
 from pytest_diffperf.results.abscenario import design_for, pair_samples
 from pytest_diffperf.results.noisy import judge_noisy
-from pytest_diffperf.serving.abservers import SIDES, ABServers, Side, SideServer, resolve_side
+from pytest_diffperf.serving.abservers import SIDES, ABServers, PairWork, Side, SideServer, resolve_side
 from pytest_diffperf.serving.launchers import ServerSpec, get_launcher
 from pytest_diffperf.serving.measure import measure
 from pytest_diffperf.serving.pool import ServerPool
@@ -669,9 +669,9 @@ def run_live(a: argparse.Namespace) -> int:
                 for side in SIDES
             }
             for trial in range(a.live_trials):
-                servers = ABServers(sides, pools, case, spec, case.timeout_s or 600)
+                servers = ABServers(sides, [pools], spec)
                 try:
-                    row = live_trial(servers, design_for(replace(design, seed=a.seed), f"{effect.label}:{trial}"),
+                    row = live_trial(servers, case, design_for(replace(design, seed=a.seed), f"{effect.label}:{trial}"),
                                      policy, spolicy, baseline, profiles, preset, fractions, aa_logs if effect.stage is None else None)  # fmt: skip
                 finally:
                     servers.close()
@@ -700,6 +700,7 @@ def run_live(a: argparse.Namespace) -> int:
 
 def live_trial(
     servers: ABServers,
+    case: Case,
     design: ABDesign,
     policy: VerdictPolicy,
     spolicy: StaticPolicy,
@@ -719,7 +720,8 @@ def live_trial(
     started = time.monotonic()
     while ab_result is None or len(static) < len(profiles):
         index = len(pairs)
-        run = servers.measure_pair(index, design.orders(index), design.start_order(index))
+        work = PairWork(case, design.orders(index), case.timeout_s or 600)
+        (run,) = servers.measure_pair(index, [work], design.start_order(index))
         pairs.append(pair_samples(run))
         records = [x.record for x in run.samples["candidate"] if x.record is not None]
         candidates.append(Measurement.from_records(records, load_ms=run.load_ms["candidate"]))

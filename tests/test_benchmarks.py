@@ -36,6 +36,7 @@ SMOKES = {
     "bench_bundled_suite": ("req overhead ms", (SERVER,)),
     "bench_machine_local": ("trial 1: 2x: ", (SERVER,)),
     "bench_interference": ("flux_tiny_t2i: ", (SERVER,)),
+    "bench_ab_cost": ("| mode | wall s |", (SERVER,)),
 }
 
 

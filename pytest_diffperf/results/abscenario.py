@@ -1,8 +1,8 @@
-"""Judging one scenario A/B: the adaptive design over fresh server pairs, and its ``ScenarioResult``.
+"""Judging scenarios A/B: the adaptive design over fresh server pairs, and each scenario's ``ScenarioResult``.
 
-:func:`pytest_diffperf.verdicts.abstats.run` drives :class:`pytest_diffperf.serving.abservers.ABServers`
-process pair by process pair and stops as soon as the verdict is decisive, or when the budget is
-spent. Timing verdicts map onto the scenario's: ``regressed`` fails, ``improved`` and
+:class:`GroupAB` drives :class:`pytest_diffperf.serving.abservers.ABServers` process pair by
+process pair for a server group's scenarios (or one scenario alone); each scenario stops as soon
+as its verdict is decisive, or when its budget is spent. Timing verdicts map onto the scenario's: ``regressed`` fails, ``improved`` and
 ``unchanged`` pass, ``inconclusive`` stays inconclusive. Memory peaks do not jitter: the
 candidate's are checked deterministically against the base's with the profile's tolerances and
 the one limit formula.
@@ -14,22 +14,22 @@ import math
 import time
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..cases import Case
 from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
-from ..serving.abservers import ABServers, PairRun, Side
+from ..serving.abservers import ABServers, PairRun, PairWork, Side
 from ..serving.client import Output
 from ..serving.measure import Sample
-from ..verdicts.abstats import ABResult, MetricResult, ProcessPairSamples, run
+from ..verdicts.abstats import ABResult, MetricResult, ProcessPairSamples, Sequential
 from ..verdicts.attribution import Attribution
 from ..verdicts.design import ABDesign
 from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics
 from ..verdicts.noise import NoiseEstimate, estimate_noise
-from ..verdicts.vocab import Order, Verdict
+from ..verdicts.vocab import Verdict
 from .model import (
     ABMetricRecord,
     ABRecord,
@@ -62,27 +62,110 @@ def design_for(design: ABDesign, scenario_id: str) -> ABDesign:
     return replace(design, seed=zlib.crc32(f"{design.seed}:{scenario_id}".encode()))
 
 
-def judge_ab(
+@dataclass
+class _Scenario:
+    case: Case
+    timeout: float
+    run: Sequential
+    runs: list[PairRun] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+@dataclass
+class GroupAB:
+    """A server group's scenarios judged A/B over shared process pairs.
+
+    Process pair ``i`` serves every scenario of the group still open its warmups and ``m`` request
+    pairs (each scenario its own orders, :func:`design_for`); after it, each scenario's own stop rule
+    (``verdicts.abstats.Sequential``) decides whether it needs pair ``i + 1``, so each scenario sees
+    the same consecutive fresh process pairs it would see alone. The pairs start in the group's
+    start order (the design seeded by ``key``); ``prestart`` pairs may be started ahead of the
+    one measuring: while it measures when the slots have devices of their own (``separate``), else
+    together with it, all of them ready before any measures. :meth:`judge` drives the pairs until
+    its scenario stops; the next item's scenario often has its result already.
+    """
+
+    key: str
+    servers: ABServers
+    design: ABDesign
+    policy: VerdictPolicy
+    prestart: int = 0
+    separate: bool = False
+    _scenarios: dict[str, _Scenario] = field(default_factory=dict)
+    _next: int = 0  # the next process pair to measure
+    _spawned: int = 0  # process pairs begun so far
+    _started: float | None = None
+    _error: Exception | None = None
+
+    def add(self, scenario_id: str, case: Case, timeout: float) -> None:
+        """A scenario of the group (before the first pair measures)."""
+        run = Sequential(design_for(self.design, scenario_id), self.policy)
+        self._scenarios[scenario_id] = _Scenario(case, timeout, run)
+
+    @property
+    def open(self) -> list[str]:
+        return [sid for sid, s in self._scenarios.items() if s.run.result is None]
+
+    def judge(self, scenario_id: str, rules: limits.JudgeRules) -> ABScenario:
+        """Measure process pairs until ``scenario_id`` stops (a failure of a pair it shared: raised), and judge it."""
+        scenario = self._scenarios[scenario_id]
+        while scenario.run.result is None:
+            if self._error is not None:
+                raise self._error
+            try:
+                self._measure_next()
+            except Exception as exc:
+                self._error = exc  # every scenario still open shared the pair that failed
+                self.close()
+                raise
+        if not self.open:
+            self.close()
+        ab, runs = scenario.run.result, scenario.runs
+        shared = sorted(sid for sid, s in self._scenarios.items() if sid != scenario_id and s.runs)
+        return scenario_result(scenario_id, ab, runs, self.servers, scenario.case, scenario.wall_s, shared, rules)
+
+    def _measure_next(self) -> None:
+        index, open_ids = self._next, self.open
+        if self._started is None:
+            self._started = time.monotonic()
+        budget = max(self._scenarios[sid].run.design.process_pair_budget for sid in open_ids)
+        group = design_for(self.design, self.key)
+        last = min(index + self.prestart, budget - 1)  # the last pair that may be started by now
+        if self.separate or self._spawned <= index:  # separate: ahead of this one; shared: the next batch
+            for ahead in range(index, last + 1):
+                self.servers.spawn(ahead, group.start_order(ahead))
+            self._spawned = max(self._spawned, last + 1)
+        if not self.separate:
+            for ahead in range(index + 1, self._spawned):  # sharing the devices: no start in flight while measuring
+                self.servers.wait(ahead)
+        scenarios = [self._scenarios[sid] for sid in open_ids]
+        work = [PairWork(s.case, s.run.design.orders(index), s.timeout) for s in scenarios]
+        runs = self.servers.measure_pair(index, work, group.start_order(index))
+        self._next += 1
+        for scenario, run in zip(scenarios, runs, strict=True):
+            scenario.runs.append(run)
+            if scenario.run.add(pair_samples(run)) is not None:
+                scenario.wall_s = time.monotonic() - self._started
+
+    def close(self) -> None:
+        """Stop every server of the group's pairs (one started ahead and not needed included)."""
+        self.servers.close()
+
+
+def scenario_result(
     scenario_id: str,
+    ab: ABResult,
+    runs: Sequence[PairRun],
     servers: ABServers,
-    design: ABDesign,
-    policy: VerdictPolicy,
+    case: Case,
+    wall_s: float,
+    shared: Sequence[str],
     rules: limits.JudgeRules,
 ) -> ABScenario:
-    """Run the scenario's A/B design on ``servers`` and judge it (see the module docstring)."""
-    runs: list[PairRun] = []
-
-    def measure(index: int, orders: tuple[Order, ...], start_order: Order) -> ProcessPairSamples:
-        pair = servers.measure_pair(index, orders, start_order)
-        runs.append(pair)
-        return pair_samples(pair)
-
-    started = time.monotonic()
-    ab = run(design_for(design, scenario_id), measure, policy)
-    wall_s = time.monotonic() - started
-    side = {s: measurement(runs, s, servers.case) for s in ("base", "candidate")}
+    """A scenario's result from its A/B verdict and what its process pairs measured (memory: the limit formula)."""
+    side = {s: measurement(runs, s, case) for s in ("base", "candidate")}
     memory = memory_checks(side["base"], side["candidate"], rules)
-    record = ab_record(ab, servers, wall_s, [pair_samples(pair) for pair in runs])
+    record = ab_record(ab, servers, wall_s, runs, shared)
     failing = [r for r in memory if not r.passed]
     verdict = "fail" if failing else SCENARIO_VERDICT[ab.verdict]
     message = ""
@@ -104,10 +187,7 @@ def judge_ab(
         for pair in runs
         for s in ("base", "candidate")
         for row in request_rows(
-            scenario_id,
-            pair.samples[s],
-            _measurement(pair.samples[s], servers.case, pair.load_ms[s]),
-            rules.step_fractions,
+            scenario_id, pair.samples[s], _measurement(pair.samples[s], case, pair.load_ms[s]), rules.step_fractions
         )
     ]
     first = runs[0].samples["candidate"] if runs else []
@@ -149,7 +229,10 @@ def memory_checks(base: Measurement, candidate: Measurement, rules: limits.Judge
     return [r for r in results if r.check.unit == "MiB"]
 
 
-def ab_record(ab: ABResult, servers: ABServers, wall_s: float, pairs: Sequence[ProcessPairSamples]) -> ABRecord:
+def ab_record(
+    ab: ABResult, servers: ABServers, wall_s: float, runs: Sequence[PairRun], shared: Sequence[str] = ()
+) -> ABRecord:
+    pairs = [pair_samples(run) for run in runs]
     metrics = [_metric_record(m) for m in ab.metrics.values()]
     for m in metrics:
         estimate = run_noise(pairs, m.name)
@@ -166,7 +249,8 @@ def ab_record(ab: ABResult, servers: ABServers, wall_s: float, pairs: Sequence[P
         stop=ab.stop,
         metrics=metrics,
         attribution=attribution_record(ab.attribution) if ab.attribution is not None else None,
-        servers=[dict(info) for info in servers.started],
+        servers=[dict(info) for run in runs for info in run.servers],
+        shared_with=list(shared),
     )
 
 

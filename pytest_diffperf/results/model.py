@@ -133,11 +133,12 @@ class ABRecord(BaseModel):
     candidate: str  # the --diffperf-candidate SPEC
     process_pairs: int
     requests: int  # measured requests, both sides
-    wall_s: float  # from the first server start to the last request, servers' starts included
+    wall_s: float  # from the group's first server start to its last request, servers' starts included
     stop: StopReason | None
     metrics: list[ABMetricRecord]
     attribution: AttributionRecord | None = None
     servers: list[dict[str, Any]] = Field(default_factory=list)  # side, process pair, pid, port, load_ms, log
+    shared_with: list[str] = Field(default_factory=list)  # the group's scenarios measured on the same process pairs
 
     def metric(self, name: str) -> ABMetricRecord | None:
         return next((m for m in self.metrics if m.name == name), None)

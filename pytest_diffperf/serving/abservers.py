@@ -1,12 +1,15 @@
 """A/B runs: fresh base and candidate servers on the same devices, request pairs in a given order.
 
-Each side has its own :class:`~.pool.ServerPool` (its own launcher when its SPEC names another
-program). For every process pair both servers are started fresh; ``together`` keeps both running
-and sends each request pair as ordered (``(base, candidate)`` or ``(candidate, base)``);
-``one-at-a-time`` (one device cannot hold both) runs the first server's requests, stops it, then
-the second's, and pairs the requests by index. Which server starts first is the caller's choice,
-as is the order of the request pairs: :class:`pytest_diffperf.verdicts.design.ABDesign` decides
-both, and :func:`pytest_diffperf.verdicts.abstats.run` drives :meth:`ABServers.measure_pair`.
+Each side has its own :class:`~.pool.ServerPool` per slot (its own launcher when its SPEC names
+another program). For every process pair both servers are started fresh and serve the cases
+given, one after another (a server group's scenarios share the pair); ``together`` starts both at
+once, keeps both running and sends each request pair as ordered (``(base, candidate)`` or
+``(candidate, base)``); ``one-at-a-time`` (one device cannot hold both) runs the first server's
+requests, stops it, then the second's, and pairs the requests by index. :meth:`ABServers.spawn`
+begins a later pair's starts (in another slot) before an earlier pair measures. Which server
+starts first, the order of the request pairs and when to start ahead are the caller's:
+:class:`pytest_diffperf.verdicts.design.ABDesign` decides the first two, and
+:class:`pytest_diffperf.results.abscenario.GroupAB` drives :meth:`ABServers.measure_pair`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -104,7 +107,7 @@ def resolve_side(side: Side, spec: SideSpec, launcher: Launcher, source: str, co
 
 @dataclass(frozen=True)
 class PairRun:
-    """What one process pair measured: request pair ``j`` is ``(samples["base"][j], samples["candidate"][j])``."""
+    """What one process pair measured of one case: request pair ``j`` is ``(samples["base"][j], samples["candidate"][j])``."""
 
     index: int
     samples: Mapping[Side, Sequence[Sample]]
@@ -112,56 +115,110 @@ class PairRun:
     servers: Sequence[Mapping[str, Any]]  # each server's info, with its side, process pair and ready time
 
 
+@dataclass(frozen=True)
+class PairWork:
+    """What a process pair measures of one case: its warmups, then its request pairs in ``orders``."""
+
+    case: Case
+    orders: Sequence[tuple[Side, Side]]
+    timeout: float
+
+
 @dataclass
 class ABServers:
-    """Fresh server pairs for one case: both sides' pools, the case and how the servers share the devices."""
+    """The process pairs of one server group: both sides' pools (one per slot: process pair ``i`` runs in slot
+    ``i % slots``), the group's server spec and how a pair's servers share the devices."""
 
     sides: Mapping[Side, SideServer]
-    pools: Mapping[Side, ServerPool]
-    case: Case
-    spec: ServerSpec  # the case's server, before either side's changes
-    timeout: float
+    pools: Sequence[Mapping[Side, ServerPool]]
+    spec: ServerSpec  # the group's server, before either side's changes
     mode: ServerMode = "together"
+    progress: Callable[[str], None] = lambda _msg: None
     started: list[Mapping[str, Any]] = field(default_factory=list)
+    _spawned: set[int] = field(default_factory=set)
 
-    def measure_pair(self, index: int, orders: Sequence[tuple[Side, Side]], start_order: tuple[Side, Side]) -> PairRun:
-        """Start process pair ``index`` (``start_order[0]`` first), send its request pairs, stop it."""
-        samples: dict[Side, list[Sample]] = {side: [] for side in SIDES}
+    @property
+    def slots(self) -> int:
+        return len(self.pools)
+
+    def spawn(self, index: int, start_order: tuple[Side, Side]) -> None:
+        """Begin starting both servers of process pair ``index`` (``start_order[0]`` first) in its slot, without
+        waiting for them (``together`` only: one at a time, a pair's servers never run at once)."""
+        if self.mode != "together" or index in self._spawned:
+            return
+        self._spawned.add(index)
+        for side in start_order:
+            pool = self._pool(index, side)
+            pool.label = f"{side} server of process pair {index + 1}"
+            pool.spawn(self.sides[side].server_spec(self.spec))
+
+    def wait(self, index: int) -> None:
+        """Wait until the servers :meth:`spawn` began for process pair ``index`` are ready (a failure: raised)."""
+        if index in self._spawned:
+            for side in SIDES:
+                self._pool(index, side).get(self.sides[side].server_spec(self.spec))
+
+    def measure_pair(self, index: int, work: Sequence[PairWork], start_order: tuple[Side, Side]) -> list[PairRun]:
+        """Process pair ``index`` (started now unless :meth:`spawn` began it): each case's warmups and request
+        pairs in turn, on the same two servers; then stop it. One run per case, in ``work``'s order."""
+        samples: list[dict[Side, list[Sample]]] = [{side: [] for side in SIDES} for _ in work]
         load_ms: dict[Side, float | None] = {}
         infos: list[Mapping[str, Any]] = []
+        cases = ", ".join(w.case.id for w in work)
         try:
             if self.mode == "together":
-                servers = {side: self._fresh(side, index, load_ms, infos) for side in start_order}
-                for j, order in enumerate(orders):
-                    for side in order:
-                        samples[side].append(self._request(servers[side], side, j))
+                self.spawn(index, start_order)
+                servers = {side: self._ready(side, index, load_ms, infos) for side in start_order}
+                self.progress(f"diffperf: measuring process pair {index + 1}: {cases}")
+                for w, got in zip(work, samples, strict=True):
+                    for side in start_order:
+                        warm_up(servers[side], self.sides[side].launcher, w.case, w.timeout)
+                    for j, order in enumerate(w.orders):
+                        for side in order:
+                            got[side].append(self._request(servers[side], side, w, j))
             else:
                 for side in start_order:
-                    server = self._fresh(side, index, load_ms, infos)
-                    samples[side] = [self._request(server, side, j) for j in range(len(orders))]
-                    self.pools[side].release()
+                    server = self._ready(side, index, load_ms, infos)
+                    self.progress(f"diffperf: measuring the {side} server of process pair {index + 1}: {cases}")
+                    for w, got in zip(work, samples, strict=True):
+                        warm_up(server, self.sides[side].launcher, w.case, w.timeout)
+                        got[side] = [self._request(server, side, w, j) for j in range(len(w.orders))]
+                    self._pool(index, side).release()
         finally:
-            self.close()
-        return PairRun(index, samples, load_ms, infos)
+            self.stop(index)
+        return [PairRun(index, got, load_ms, infos) for got in samples]
 
-    def _fresh(
+    def _pool(self, index: int, side: Side) -> ServerPool:
+        return self.pools[index % self.slots][side]
+
+    def _ready(
         self, side: Side, index: int, load_ms: dict[Side, float | None], infos: list[Mapping[str, Any]]
     ) -> ServerProcess:
-        pool = self.pools[side]
-        pool.release()
-        pool.label = f"{side} server of process pair {index + 1}"
-        server = pool.get(self.sides[side].server_spec(self.spec))
+        """The side's server of pair ``index``: the start :meth:`spawn` began, waited for; else started now."""
+        pool = self._pool(index, side)
+        spec = self.sides[side].server_spec(self.spec)
+        if self.mode != "together":
+            pool.release()  # one at a time: a fresh server per side
+            pool.label = f"{side} server of process pair {index + 1}"
+        server = pool.get(spec)
         info = {"side": side, "process_pair": index, "ready_s": server.ready_s, **server.info()}
         infos.append(info)
         self.started.append(info)
         load_ms[side] = server.load_ms
-        warm_up(server, self.sides[side].launcher, self.case, self.timeout)
         return server
 
-    def _request(self, server: ServerProcess, side: Side, index: int) -> Sample:
-        return measure_request(server, self.sides[side].launcher, self.case, self.timeout, index)
+    def _request(self, server: ServerProcess, side: Side, work: PairWork, index: int) -> Sample:
+        return measure_request(server, self.sides[side].launcher, work.case, work.timeout, index)
+
+    def stop(self, index: int) -> None:
+        """Stop process pair ``index``'s servers."""
+        self._spawned.discard(index)
+        for pool in self.pools[index % self.slots].values():
+            pool.release()
 
     def close(self) -> None:
-        """Stop both sides' servers."""
-        for pool in self.pools.values():
-            pool.release()
+        """Stop every server of every slot (a pair started ahead and not needed included)."""
+        self._spawned.clear()
+        for slot in self.pools:
+            for pool in slot.values():
+                pool.release()

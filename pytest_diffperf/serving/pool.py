@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,6 +52,16 @@ class ServerPlan:
     perf_dir: Path
 
 
+@dataclass(frozen=True)
+class _Pending:
+    """A start begun: its spec, the process, its launch record and when it began."""
+
+    spec: ServerSpec
+    server: ServerProcess
+    launch: ServerStart
+    started: float
+
+
 @dataclass
 class ServerPool:
     workdir: Path
@@ -66,13 +77,21 @@ class ServerPool:
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
+    _pending: _Pending | None = None  # a start spawn() began, not yet waited for
 
     def get(self, spec: ServerSpec) -> ServerProcess:
         """The running server for ``spec``: reused, or started (stopping any other first).
 
         A group whose server failed to start is not retried, unless a port it was given was taken meanwhile
         (started again on other ports, ``PORT_RETRIES`` times); one that died or hung later is restarted.
+        A start :meth:`spawn` began for ``spec`` is waited for here.
         """
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.spec == spec:
+            try:
+                return self._ready(pending)
+            except ServerError as exc:
+                self._port_taken(spec, exc)
         if self._current and self._current[0] == spec:
             server = self._current[1]
             try:
@@ -89,11 +108,15 @@ class ServerPool:
             try:
                 return self._start(spec)
             except ServerError as exc:
-                if not port_taken(exc):
-                    raise
-                del self._failed[spec]  # not the group's failure: the next start gets other ports
-                self.progress(f"diffperf: {exc.headline(last_log_line=True)}: its port was taken; trying other ports")
+                self._port_taken(spec, exc)
         return self._start(spec)
+
+    def _port_taken(self, spec: ServerSpec, exc: ServerError) -> None:
+        """Raise ``exc`` unless a port it was given was taken: not the group's failure, the next start gets others."""
+        if not port_taken(exc):
+            raise exc
+        del self._failed[spec]
+        self.progress(f"diffperf: {exc.headline(last_log_line=True)}: its port was taken; trying other ports")
 
     def plan(self, spec: ServerSpec, number: int | None = None, ports: ServerPorts | None = None) -> ServerPlan:
         """The command, environment, ports and folder of start ``number`` (default: the next) of ``spec``'s server,
@@ -104,7 +127,19 @@ class ServerPool:
         env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}
         return ServerPlan(launcher.server_command(spec, ports), env, ports, perf_dir)
 
+    def spawn(self, spec: ServerSpec) -> None:
+        """Begin starting ``spec``'s server (stopping any other first) without waiting for it: the next
+        :meth:`get` of ``spec`` waits until it is ready. A failed spawn is raised by that ``get``."""
+        if spec in self._failed:
+            return
+        self.release()
+        with contextlib.suppress(ServerError):  # get raises it (a failed start: from _failed)
+            self._pending = self._spawn(spec)
+
     def _start(self, spec: ServerSpec) -> ServerProcess:
+        return self._ready(self._spawn(spec))
+
+    def _spawn(self, spec: ServerSpec) -> _Pending:
         self.before_start(spec.num_gpus)  # another process on the devices: said, waited for or refused
         number = len(self.launches) + 1
         plan = self.plan(spec, number)
@@ -114,7 +149,7 @@ class ServerPool:
         server.label, server.progress, server.progress_every = name, self.progress, self.progress_every
         launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path), command=" ".join(plan.command))
         self.launches.append(launch)
-        started = time.monotonic()
+        pending = _Pending(spec, server, launch, time.monotonic())
         self.progress(
             f"diffperf: starting {name} ({spec.model}): {short_command(server.command)}; log: {server.log_path}"
         )
@@ -122,20 +157,32 @@ class ServerPool:
             server.start()
             launch.pid = server.pid
             self._current = (spec, server)
+        except ServerError as exc:
+            self._failed_start(pending, exc)
+            raise
+        return pending
+
+    def _ready(self, pending: _Pending) -> ServerProcess:
+        server, launch = pending.server, pending.launch
+        try:
             server.wait_ready(self.startup_timeout)
         except ServerError as exc:
-            self.release()
-            launch.error = exc.headline()
-            launch.ended = server.ended
-            note = f"(startup failed after {time.monotonic() - started:.1f} s)"
-            self._failed[spec] = ServerError(exc.problem, exc.server, note)
+            self._failed_start(pending, exc)
             raise
         launch.ready, launch.load_ms = True, server.load_ms
         load = f" (load {server.load_ms / 1000:.1f} s)" if server.load_ms is not None else ""
-        self.progress(f"diffperf: {name} ready after {time.monotonic() - started:.1f} s{load}")
+        self.progress(f"diffperf: {server.label} ready after {time.monotonic() - pending.started:.1f} s{load}")
         return server
 
+    def _failed_start(self, pending: _Pending, exc: ServerError) -> None:
+        self.release()
+        pending.launch.error = exc.headline()
+        pending.launch.ended = pending.server.ended
+        note = f"(startup failed after {time.monotonic() - pending.started:.1f} s)"
+        self._failed[pending.spec] = ServerError(exc.problem, exc.server, note)
+
     def release(self) -> None:
+        self._pending = None
         if self._current:
             self._current[1].stop()
             self._update(self._current[1])

@@ -3,7 +3,8 @@
 The device list is ``--diffperf-devices``, else the platform's visible-devices variable
 (``CUDA_VISIBLE_DEVICES``; ``ASCEND_RT_VISIBLE_DEVICES`` on NPU, ...); when neither is set,
 devices are not managed. Worker ``gwI`` of ``W`` gets the I-th of W equal contiguous slices and
-the I-th of W disjoint port ranges; a server gets the first ``num_gpus`` devices of its slice.
+the I-th of W disjoint port ranges; a server gets the first ``num_gpus`` devices of its slice (an A/B
+process pair started ahead of the one measuring: the next ``num_gpus``, where the slice holds them).
 """
 
 from __future__ import annotations
@@ -47,8 +48,17 @@ class DeviceShare:
     ports: range | None = None  # None: any free port
     owner: str = "this run"
 
-    def env(self, num_gpus: int) -> dict[str, str]:
-        return {} if self.devices is None else {self.var: ",".join(self.devices[:num_gpus])}
+    def env(self, num_gpus: int, slot: int = 0) -> dict[str, str]:
+        """The variable exposing a server's devices: the ``slot``-th ``num_gpus`` of the share (A/B's prestarted
+        process pairs, see :meth:`slots`), the first ones when the share holds fewer."""
+        if self.devices is None:
+            return {}
+        at = slot * num_gpus if (slot + 1) * num_gpus <= len(self.devices) else 0
+        return {self.var: ",".join(self.devices[at : at + num_gpus])}
+
+    def slots(self, num_gpus: int) -> int:
+        """How many servers of ``num_gpus`` the share holds on devices of their own (0: devices not managed)."""
+        return 0 if self.devices is None else len(self.devices) // max(num_gpus, 1)
 
     def skip_reason(self, num_gpus: int) -> str | None:
         if self.devices is None or num_gpus <= len(self.devices):

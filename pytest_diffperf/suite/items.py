@@ -18,7 +18,6 @@ import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
 from ..perf.measurement import Measurement
-from ..results.abscenario import judge_ab
 from ..results.interference import interference_record, machine_busy
 from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
 from ..results.noisy import judge_noisy, pooled
@@ -141,7 +140,7 @@ class ScenarioItem(pytest.Item):
             return
         assert self.server is not None
         assert self.meter is not None
-        timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
+        timeout = self._timeout(session)
         started = time.monotonic()
         try:
             samples = measure(self.server, session.launcher, self.case, timeout)
@@ -265,7 +264,7 @@ class ScenarioItem(pytest.Item):
         session.pool.release()
         meter = session.interference.meter(self.spec.num_gpus)
         self.server = session.pool.get(self.spec)
-        timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
+        timeout = self._timeout(session)
         samples = measure(self.server, session.launcher, self.case, timeout)
         return Attempt(samples, measurement_of(samples, self.case, self.server.load_ms), meter.stop())
 
@@ -275,25 +274,41 @@ class ScenarioItem(pytest.Item):
         return ab if ab is not None and self.case is not None and self.case.run_perf_check else None
 
     def _run_ab(self, session: DiffperfSession, ab: ABRun) -> None:
-        """Judge the scenario A/B on fresh server pairs (``results.abscenario``), compare the candidate's output, report."""
+        """Judge the scenario A/B (``results.abscenario``) on its server group's process pairs (or, with
+        ``--diffperf-ab-pairs scenario``, pairs of its own), compare the candidate's output, report."""
         assert self.case is not None
         assert self.spec is not None
         assert session.rules is not None
-        timeout = self.case.timeout_s or session.settings.diffperf_request_timeout
+        members = [self] if ab.sharing == "scenario" else self._group_members()
+        key = self.spec.key if ab.sharing == "group" else self.name
+        group = ab.group(key, self.spec, [(m.name, m.case, m._timeout(session)) for m in members if m.case])
         meter = session.interference.meter(self.spec.num_gpus)
-        servers = ab.servers(self.case, self.spec, timeout)
-        try:
-            judged = judge_ab(self.name, servers, ab.design, ab.policy, session.rules)
-        finally:
-            servers.close()
+        judged = group.judge(self.name, session.rules)
         # both sides shared whatever else ran: reported, the verdict kept
         judged.result.interference = interference_record([meter.stop()], session.interference.policy)
         # each side's entry comes from its own rows; no wall time of a single server to estimate the test's from
         judged.result.measurement = MeasurementRecord(num_frames=self.case.num_frames, is_video=self.case.is_video)
         messages = self._judged(session, judged.result, judged.output)
         if messages:
-            logs = "\n".join(f"{s['side']} server {s['process_pair'] + 1}: {s['log']}" for s in servers.started)
+            assert judged.result.ab is not None
+            servers = judged.result.ab.servers
+            logs = "\n".join(f"{s['side']} server {s['process_pair'] + 1}: {s['log']}" for s in servers)
             raise ScenarioFailure("\n\n".join(messages) + f"\n\nserver logs:\n{logs}")
+
+    def _timeout(self, session: DiffperfSession) -> float:
+        assert self.case is not None
+        return self.case.timeout_s or session.settings.diffperf_request_timeout
+
+    def _group_members(self) -> list[ScenarioItem]:
+        """The scenarios of this item's server group that this process runs A/B (not skipped), in run order."""
+        return [
+            item
+            for item in self.session.items
+            if isinstance(item, ScenarioItem)
+            and item.spec == self.spec
+            and item._ab() is not None
+            and item.get_closest_marker("skip") is None
+        ]
 
     def _judged(self, session: DiffperfSession, result: ScenarioResult, output: Output | None) -> list[str]:
         """Compare the output with ground truth where the case asks, report the result; the messages the

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # their modules load once the plugin runs (see the parsers be
 
 LAST = "last"  # --diffperf-compare-to's word for the history's latest run
 NoiseMode = Literal["auto", "on", "off"]  # --diffperf-static-noise
+PairSharing = Literal["group", "scenario"]  # --diffperf-ab-pairs
 OPTION = "option"  # the key of a Settings field's Option in its metadata
 T = TypeVar("T")
 
@@ -117,6 +118,16 @@ def _device_mode(text: str) -> DeviceMode:
     from ..serving.interference import DEVICE_MODES
 
     return choice(DEVICE_MODES)(text)
+
+
+def _prestart(text: str) -> int | None:
+    """``--diffperf-ab-prestart``: process pairs started ahead (0 or more), or auto (None: decided per run)."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        return count_or_zero(text)
+    except BadValue:
+        raise BadValue(f"expected an integer >= 0 or auto, got {text!r}") from None
 
 
 def _side(flag: str) -> Callable[[str], SideSpec]:
@@ -268,6 +279,19 @@ class Settings:
         "A/B: together (base and candidate side by side) or one-at-a-time (a device cannot hold both)",
         _server_mode,
         "together",
+    )
+    diffperf_ab_pairs: PairSharing = option(
+        "--diffperf-ab-pairs",
+        "A/B: group (a server group's scenarios share each process pair) or scenario (fresh pairs per scenario)",
+        choice(get_args(PairSharing)),
+        "group",
+    )
+    diffperf_ab_prestart: int | None = option(
+        "--diffperf-ab-prestart",
+        "A/B: process pairs started ahead of the one measuring (auto: 1 on CPU servers or where the devices "
+        "hold two pairs apart, else 0)",
+        _prestart,
+        "auto",
     )
     diffperf_inconclusive: InconclusiveMode = option(
         "--diffperf-inconclusive",

@@ -1,13 +1,15 @@
 """The verdict settings of a run: A/B against a base build, static mode's noise and re-measures, inconclusive.
 
 Built once from the parsed settings (a combination that does not hold is one ``DiffperfError``,
-before any server starts) and kept on the session: :class:`ABRun` owns one server pool per side for the whole run.
+before any server starts) and kept on the session: :class:`ABRun` owns the servers' pools (one per side and
+slot) for the whole run and each server group's process pairs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from ..cases import Case
@@ -15,6 +17,8 @@ from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
+from ..results.abscenario import GroupAB
+from ..results.provenance import CPU_LAUNCHERS
 from ..serving.abservers import SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
 from ..serving.interference import Watch
@@ -25,26 +29,60 @@ from ..verdicts.design import ABDesign
 from ..verdicts.metrics import VerdictPolicy, one_at_a_time
 from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_priors
 from ..verdicts.static import StaticPolicy
-from .options import Settings
+from .options import PairSharing, Settings
 
 NOISE_PRIORS_MEASURED_ON = frozenset({"cpu"})  # the runner classes the default priors were measured on
 
 
 @dataclass
 class ABRun:
-    """A/B settings and one server pool per side, shared by every scenario of the run."""
+    """A/B settings, the servers' pools (one per side and slot, shared by every scenario of the run) and each
+    server group's process pairs (:class:`~pytest_diffperf.results.abscenario.GroupAB`)."""
 
     sides: dict[Side, SideServer]
-    pools: dict[Side, ServerPool]
+    pool: Callable[[int, Side], ServerPool]  # a new pool for a slot and side
     design: ABDesign
     policy: VerdictPolicy
     mode: ServerMode
+    devices: DeviceShare
+    sharing: PairSharing = "group"
+    prestart: int | None = None  # process pairs started ahead of the one measuring; None: auto
+    cpu: bool = False  # the launcher's servers run on the CPU (auto prestarts)
     checkouts: GitCheckouts | None = None  # the git= sides' worktrees, removed at close
+    progress: Callable[[str], None] = lambda _msg: None
+    pools: dict[tuple[int, Side], ServerPool] = field(default_factory=dict)
+    groups: dict[str, GroupAB] = field(default_factory=dict)
 
-    def servers(self, case: Case, spec: ServerSpec, timeout: float) -> ABServers:
-        return ABServers(self.sides, self.pools, case, spec, timeout, self.mode)
+    def group(self, key: str, spec: ServerSpec, members: Sequence[tuple[str, Case, float]]) -> GroupAB:
+        """The process pairs of server group ``key`` and its scenarios ``members`` (made by the first of them)."""
+        if key not in self.groups:
+            ahead = self.ahead(spec.num_gpus)
+            slots = ahead + 1
+            pools = [{side: self._pool(slot, side) for side in SIDES} for slot in range(slots)]
+            servers = ABServers(self.sides, pools, spec, self.mode, self.progress)
+            separate = self.devices.slots(spec.num_gpus) >= slots
+            self.groups[key] = GroupAB(key, servers, self.design, self.policy, ahead, separate)
+            for member in members:
+                self.groups[key].add(*member)
+        return self.groups[key]
+
+    def ahead(self, num_gpus: int) -> int:
+        """How many process pairs start ahead of the one measuring: ``--diffperf-ab-prestart``, or (auto) one
+        where the devices hold two pairs apart or the servers run on the CPU; none one at a time."""
+        if self.mode != "together":
+            return 0
+        if self.prestart is not None:
+            return self.prestart
+        return 1 if self.cpu or self.devices.slots(num_gpus) >= 2 else 0
+
+    def _pool(self, slot: int, side: Side) -> ServerPool:
+        if (slot, side) not in self.pools:
+            self.pools[slot, side] = self.pool(slot, side)
+        return self.pools[slot, side]
 
     def close(self) -> None:
+        for group in self.groups.values():
+            group.close()
         for pool in self.pools.values():
             pool.release()
         if self.checkouts is not None:
@@ -109,6 +147,7 @@ def ab_run(
     )
     mode = settings.diffperf_ab_servers
     policy = ab_policy(tolerances, settings.diffperf_ab_tolerance, priors, mode)
+    sharing, prestart = settings.diffperf_ab_pairs, settings.diffperf_ab_prestart
     checkouts = GitCheckouts(home, progress)
     try:
         built = {side: checkouts.build(specs[side], f"--diffperf-{side}") for side in SIDES}
@@ -119,20 +158,23 @@ def ab_run(
     except BaseException:
         checkouts.close()
         raise
-    pools = {
-        side: ServerPool(
-            workdir / side,
+
+    def pool(slot: int, side: Side) -> ServerPool:
+        """Slot 0's servers use the first devices of the share; a later slot's the next, where the share holds them."""
+        slot_env = partial(devices.env, slot=slot)
+        return ServerPool(
+            workdir / (side if slot == 0 else f"{side}-{slot + 1}"),
             settings.diffperf_startup_timeout,
             progress,
-            devices.env,
+            slot_env,
             devices.ports,
             launcher=sides[side].launcher,
             progress_every=settings.diffperf_progress_every,
-            before_start=watch.before_start(progress),
+            before_start=replace(watch, device_env=slot_env).before_start(progress),
         )
-        for side in SIDES
-    }
-    return ABRun(sides, pools, design, policy, mode, checkouts)
+
+    cpu = launcher.name in CPU_LAUNCHERS
+    return ABRun(sides, pool, design, policy, mode, devices, sharing, prestart, cpu, checkouts, progress)
 
 
 def static_policy(settings: Settings, priors: NoisePriors | None = None) -> StaticPolicy | None:

@@ -1,15 +1,16 @@
 """A/B analysis: per-metric ratios, intervals and verdicts, the scenario's verdict and its stage attribution.
 
 :func:`judge_ab_metrics` does the work on arrays (leading axes: runs, e.g. a benchmark's trials);
-:func:`analyse` is the same for one run of :class:`ProcessPairSamples`, and :func:`run` drives an
-:class:`~pytest_diffperf.verdicts.design.ABDesign` with a callback that measures one process pair.
+:func:`analyse` is the same for one run of :class:`ProcessPairSamples`; :class:`Sequential` applies an
+:class:`~pytest_diffperf.verdicts.design.ABDesign`'s stop rule pair by pair, and :func:`run` drives it with a
+callback that measures one process pair.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -297,6 +298,32 @@ def base_levels(base_values: FloatArray) -> FloatArray:
 Measure = Callable[[int, tuple[Order, ...], Order], ProcessPairSamples]
 
 
+@dataclass
+class Sequential:
+    """One scenario's adaptive run, one process pair at a time: :meth:`add` analyses and applies the stop rule.
+
+    The orchestrator measures process pair ``len(pairs)`` with ``design.orders`` of it while ``result``
+    is None. Scenarios of a server group that share process pairs each keep their own.
+    """
+
+    design: ABDesign
+    policy: VerdictPolicy | None = None
+    denoising: Collection[str] = frozenset({DENOISING_STAGE})
+    pairs: list[ProcessPairSamples] = field(default_factory=list)
+    result: ABResult | None = None  # set once the stop rule stops
+
+    def add(self, pair: ProcessPairSamples) -> ABResult | None:
+        """Add the next process pair's samples; the result once the scenario stops (None: it needs another)."""
+        if self.result is not None:
+            raise ValueError("the scenario has stopped")
+        self.pairs.append(pair)
+        result = analyse(self.pairs, self.design, self.policy, denoising=self.denoising)
+        decision = self.design.decide(len(self.pairs), result.verdict)
+        if decision.stop:
+            self.result = replace(result, stop=decision.reason)
+        return self.result
+
+
 def run(
     design: ABDesign,
     measure: Measure,
@@ -309,11 +336,9 @@ def run(
     The orchestrator's callback starts a fresh base and candidate server (``start_order[0]``
     first), sends the request pairs in ``orders`` and returns what they measured.
     """
-    pairs: list[ProcessPairSamples] = []
+    scenario = Sequential(design, policy, denoising)
     while True:
-        index = len(pairs)
-        pairs.append(measure(index, design.orders(index), design.start_order(index)))
-        result = analyse(pairs, design, policy, denoising=denoising)
-        decision = design.decide(len(pairs), result.verdict)
-        if decision.stop:
-            return replace(result, stop=decision.reason)
+        index = len(scenario.pairs)
+        result = scenario.add(measure(index, design.orders(index), design.start_order(index)))
+        if result is not None:
+            return result

@@ -52,6 +52,14 @@ MISTAKES = [
         ["--diffperf-base=current", "--diffperf-ab-servers=both"],
         "--diffperf-ab-servers: expected one of together, one-at-a-time, got 'both'",
     ),
+    (
+        ["--diffperf-base=current", "--diffperf-ab-pairs=each"],
+        "--diffperf-ab-pairs: expected one of group, scenario, got 'each'",
+    ),
+    (
+        ["--diffperf-base=current", "--diffperf-ab-prestart=-1"],
+        "--diffperf-ab-prestart: expected an integer >= 0 or auto, got '-1'",
+    ),
     (["--diffperf-base=git=origin/main:python"], "--diffperf-base: git: {dir} is not in a git repository: git=REV"),
     (["--diffperf-base=current", "--diffperf-candidate=install"], "--diffperf-candidate: install: install= qualifies"),
     (["--diffperf-inconclusive=pass"], "--diffperf-inconclusive: expected one of report, fail, got 'pass'"),

@@ -80,3 +80,12 @@ def test_free_port_stays_in_its_range():
         port = busy.getsockname()[1]
         with pytest.raises(ServerError, match=f"^no free port on 127.0.0.1 in {port}-{port}$"):
             free_port(ports=range(port, port + 1))
+
+
+def test_a_later_slot_gets_the_next_devices_where_the_share_holds_them():
+    share = DeviceShare("CUDA_VISIBLE_DEVICES", ("4", "5", "6", "7"))
+    assert (share.slots(1), share.slots(2), share.slots(3)) == (4, 2, 1)
+    assert [share.env(2, slot)["CUDA_VISIBLE_DEVICES"] for slot in (0, 1, 2)] == ["4,5", "6,7", "4,5"]  # 2: shared
+    assert share.env(3, 1) == share.env(3) == {"CUDA_VISIBLE_DEVICES": "4,5,6"}
+    unmanaged = DeviceShare("CUDA_VISIBLE_DEVICES", None)
+    assert (unmanaged.slots(1), unmanaged.env(1, 1)) == (0, {})

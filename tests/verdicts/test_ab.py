@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_diffperf.verdicts.abstats import ABResult, MetricResult, ProcessPairSamples, analyse, judge_ab_metrics, run
+from pytest_diffperf.verdicts.abstats import (
+    ABResult,
+    MetricResult,
+    ProcessPairSamples,
+    Sequential,
+    analyse,
+    judge_ab_metrics,
+    run,
+)
 from pytest_diffperf.verdicts.attribution import Change, attribute
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import VerdictPolicy, request_metrics
@@ -161,6 +169,28 @@ def test_run_uses_the_design_schedule():
     run(design, measure)
     assert [s[0] for s in seen] == list(range(len(seen)))
     assert all(orders == design.orders(i) and start == design.start_order(i) for i, orders, start in seen)
+
+
+def test_a_scenario_sharing_process_pairs_stops_as_it_would_alone():
+    """Two scenarios fed the same process pairs (a server group's): each stops by its own rule, after the pairs
+    ``run`` gives it alone, with the same result; a stopped scenario takes no more pairs."""
+
+    def pipelines() -> dict[str, FakePipeline]:  # the same draws each time
+        return {"slow": FakePipeline(seed=3, slowdown={"DenoisingStage": 2.0}), "same": FakePipeline(seed=3)}
+
+    alone = {name: run(DESIGN, pipeline) for name, pipeline in pipelines().items()}
+    shared = {"slow": Sequential(DESIGN), "same": Sequential(DESIGN)}
+    fed = pipelines()
+    index = 0
+    while any(s.result is None for s in shared.values()):
+        for name, pipeline in fed.items():
+            if shared[name].result is None:
+                shared[name].add(pipeline(index, DESIGN.orders(index), DESIGN.start_order(index)))
+        index += 1
+    assert {name: s.result for name, s in shared.items()} == alone
+    assert alone["slow"].process_pairs < alone["same"].process_pairs == index
+    with pytest.raises(ValueError, match="the scenario has stopped"):
+        shared["slow"].add(fed["slow"](index, DESIGN.orders(index), DESIGN.start_order(index)))
 
 
 def _load_log(pair: ProcessPairSamples) -> float:
