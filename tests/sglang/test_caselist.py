@@ -117,6 +117,26 @@ def test_sglang_modules_are_gone_after_loading_and_nothing_is_replaced():
     assert sys.modules["torch"] is torch
 
 
+def test_a_tree_s_lists_run_once_per_platform_until_one_of_its_files_changes(tmp_path, monkeypatch):
+    tree = tmp_path / "src"
+    shutil.copytree(SRC / "sglang", tree / "sglang")
+    ran: list[str] = []
+    real = standins.load_source_module
+    monkeypatch.setattr(standins, "load_source_module", lambda name, path: ran.append(path.name) or real(name, path))
+    first = caselist.load(locate(tree), "h100")
+    assert ran == ["testcase_configs.py", "gpu_cases.py"]
+    again = caselist.load(locate(tree), "h100")
+    assert len(ran) == 2 and again.suites == first.suites  # the same cases, not run again
+    caselist.load(locate(tree), "b200")
+    monkeypatch.setenv("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM", "b200")
+    caselist.load(locate(tree), "h100")
+    assert len(ran) == 6  # another platform, another baseline platform: run for each
+    with open(tree / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py", "a") as out:
+        out.write("\nraise SystemExit(3)\n")
+    with pytest.raises(DiffperfError, match=r"sys\.exit\(3\)"):
+        caselist.load(locate(tree), "h100")
+
+
 def test_the_source_is_found_from_a_file_a_checkout_a_wheel_and_the_installed_package(tmp_path, monkeypatch):
     assert locate(GPU_CASES).root == SRC.resolve()
     assert locate(SRC).root == SRC.resolve()  # an unpacked wheel: sglang/ at the top
