@@ -50,8 +50,14 @@ def _png() -> bytes:
 
 
 PNG = _png()
-for _library in ("open_clip", "skimage.metrics"):  # torch with open_clip: loaded once, before any in-process run
-    importlib.import_module(_library)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _libraries() -> None:
+    """torch with open_clip loaded once, before any in-process run (a fixture: collecting this file on an
+    xdist worker that runs none of it does not pay their ~3 s)."""
+    for library in ("open_clip", "skimage.metrics"):
+        importlib.import_module(library)
 
 
 def base_files() -> dict[str, Any]:
