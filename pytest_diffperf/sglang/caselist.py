@@ -169,12 +169,12 @@ _LOADED: dict[tuple[object, ...], tuple[dict[Path, tuple[int, int] | None], dict
 def _with_standins(
     source: Source, hardware: str, table: task_types.TaskTypeTable, notes: list[str]
 ) -> dict[str, ModuleType]:
-    """The case modules of ``hardware``, run once per process for each tree, table and baseline-platform override
-    while none of the files that run read changed (``diffperf lint --cases`` reads the lists of every platform;
-    a pytest session reads them at collection and again for its report)."""
+    """The case modules of ``hardware``, run once per process for each tree, task-type table and baseline-platform
+    override while none of the files that run read changed (``diffperf lint --cases`` reads every platform's)."""
     override = os.environ.get("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM")
-    key = (source.root.resolve(), source.installed, hardware, table.sources, override) if table.sources else None
-    hit = _LOADED.get(key) if key else None
+    answers = (tuple(table.models.items()), tuple(table.pipelines.items()))
+    key = (source.root.resolve(), source.installed, hardware, answers, override)
+    hit = _LOADED.get(key)
     if hit is not None and _stamps(hit[0]) == hit[0]:
         notes.extend(hit[2])
         return hit[1]
@@ -182,10 +182,9 @@ def _with_standins(
     loaded = load_with_standins(source, hardware, table=table, notes=own_notes)
     notes.extend(own_notes)
     modules = {kind: loaded[_case_module(source, kind)[0]] for kind in _kinds(hardware)}
-    if key:
-        read = [Path(f) for m in loaded.values() if isinstance(f := getattr(m, "__file__", None), str)]
-        read += [p for p in source.server_dir.rglob("*") if p.suffix in (".py", ".json")]
-        _LOADED[key] = (_stamps(dict.fromkeys([*read, *table.sources])), modules, own_notes)
+    read = [Path(f) for m in loaded.values() if isinstance(f := getattr(m, "__file__", None), str)]
+    read += [p for p in source.server_dir.rglob("*") if p.suffix in (".py", ".json")]
+    _LOADED[key] = (_stamps(dict.fromkeys(read)), modules, own_notes)
     return modules
 
 

@@ -130,7 +130,10 @@ def test_a_tree_s_lists_run_once_per_platform_until_one_of_its_files_changes(tmp
     caselist.load(locate(tree), "b200")
     monkeypatch.setenv("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM", "b200")
     caselist.load(locate(tree), "h100")
-    assert len(ran) == 6  # another platform, another baseline platform: run for each
+    monkeypatch.delenv("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM")
+    table = task_types.load_table()
+    caselist.load(locate(tree), "h100", table=task_types.TaskTypeTable({**table.models, "a/b": "T2I"}, {}, ()))
+    assert len(ran) == 8  # another platform, baseline platform or task-type table: run for each
     with open(tree / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py", "a") as out:
         out.write("\nraise SystemExit(3)\n")
     with pytest.raises(DiffperfError, match=r"sys\.exit\(3\)"):
