@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -122,7 +123,12 @@ def test_a_tree_s_lists_run_once_per_platform_until_one_of_its_files_changes(tmp
     shutil.copytree(SRC / "sglang", tree / "sglang")
     ran: list[str] = []
     real = standins.load_source_module
-    monkeypatch.setattr(standins, "load_source_module", lambda name, path: ran.append(path.name) or real(name, path))
+
+    def counted(name: str, path: Path) -> ModuleType:
+        ran.append(path.name)
+        return real(name, path)
+
+    monkeypatch.setattr(standins, "load_source_module", counted)
     first = caselist.load(locate(tree), "h100")
     assert ran == ["testcase_configs.py", "gpu_cases.py"]
     again = caselist.load(locate(tree), "h100")
