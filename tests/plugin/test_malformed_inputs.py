@@ -731,8 +731,8 @@ def run_in_process(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> tu
         # The plugin alone, by its module: autoload reads the entry points (and pytest the file lists) of every
         # installed distribution, a quarter of each of these ~400 runs. The real-process cases load it by its
         # entry point.
-        with pytest.MonkeyPatch.context() as env:
-            env.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
             result = pytester.runpytest("-p", "pytest_diffperf.plugin", *bad.args)
         return int(result.ret), result.stdout.str() + "\n" + result.stderr.str()
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
