@@ -50,8 +50,14 @@ def _png() -> bytes:
 
 
 PNG = _png()
-for _library in ("open_clip", "skimage.metrics"):  # torch with open_clip: loaded once, before any in-process run
-    importlib.import_module(_library)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _libraries() -> None:
+    """torch with open_clip loaded once, before any in-process run (a fixture: collecting this file on an
+    xdist worker that runs none of it does not pay their ~3 s)."""
+    for library in ("open_clip", "skimage.metrics"):
+        importlib.import_module(library)
 
 
 def base_files() -> dict[str, Any]:
@@ -722,7 +728,12 @@ def run_in_process(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> tu
     """The case in this process: pytester for the plugin, the CLI's main for ``diffperf``."""
     if bad.entry == "pytest":
         assert pytester is not None
-        result = pytester.runpytest(*bad.args)
+        # The plugin alone, by its module: autoload reads the entry points (and pytest the file lists) of every
+        # installed distribution, a quarter of each of these ~400 runs. The real-process cases load it by its
+        # entry point.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+            result = pytester.runpytest("-p", "pytest_diffperf.plugin", *bad.args)
         return int(result.ret), result.stdout.str() + "\n" + result.stderr.str()
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     done = diffperf(*bad.args, cwd=root, env={**env, **bad.env})

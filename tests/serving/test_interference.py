@@ -40,14 +40,14 @@ def test_a_burner_outside_the_tree_is_counted_outside_and_not_as_ours(tmp_path):
     with outside_burners(1, tmp_path) as (burner,):
         before = cpu_of(burner)
         meter = Meter(os.getpid())
-        time.sleep(2)
+        time.sleep(1)  # a window of 1 s: ~100 clock ticks of the burner's CPU time
         window = meter.stop()
         burned = cpu_of(burner) - before
     assert burned > 0.05  # it ran, whatever else the machine does
     assert window.outside_cpu_s >= 0.9 * burned - 0.05  # the machine's busy time less ours holds it
     assert window.ours_cpu_s < burned or window.ours_cpu_s < 0.5  # not ours: this test process sleeps
     assert 0 < window.cpu_share <= 1 and window.cpus == psutil.cpu_count()
-    assert 1.9 < window.wall_s < 10
+    assert 0.9 < window.wall_s < 10
 
 
 def test_a_burning_child_of_the_run_is_ours_and_never_named_outside():
@@ -56,7 +56,7 @@ def test_a_burning_child_of_the_run_is_ours_and_never_named_outside():
         time.sleep(0.3)
         before = cpu_of(child.pid)
         meter = Meter(os.getpid())
-        time.sleep(2)
+        time.sleep(1)
         window = meter.stop()
         burned = cpu_of(child.pid) - before
     finally:
@@ -71,7 +71,7 @@ def test_a_child_that_ended_within_the_window_stays_ours():
     """A server stopped mid-window: its time moves to its parent's reaped-children time, still in the tree."""
     meter = Meter(os.getpid())
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-c", BURN.format(seconds=1.0)], check=True)
+    subprocess.run([sys.executable, "-c", BURN.format(seconds=0.5)], check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     window = meter.stop()
     burned = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
@@ -107,9 +107,9 @@ def test_waiting_for_quiet_ends_at_once_on_a_quiet_reading_and_gives_up_after_th
     calm = wait_quiet(BusyPolicy(share=1.0, wait_s=10), lambda: Meter(os.getpid()), lines.append, sample_s=0.2)
     assert calm.found and calm.waited_s < 5 and not lines
     with outside_burners(2, tmp_path):
-        busy = wait_quiet(BusyPolicy(share=0.01, wait_s=2.0), lambda: Meter(os.getpid()), lines.append, sample_s=0.4)
-    assert not busy.found and 1.2 < busy.waited_s < 6
-    assert lines[0].startswith("diffperf: waiting up to 2 s for a quiet machine: other processes used ")
+        busy = wait_quiet(BusyPolicy(share=0.01, wait_s=1.0), lambda: Meter(os.getpid()), lines.append, sample_s=0.3)
+    assert not busy.found and 0.6 < busy.waited_s < 5
+    assert lines[0].startswith("diffperf: waiting up to 1 s for a quiet machine: other processes used ")
     assert lines[-1].startswith("diffperf: the machine stayed busy for ")
 
 

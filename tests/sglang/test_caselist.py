@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -115,6 +116,34 @@ def test_sglang_modules_are_gone_after_loading_and_nothing_is_replaced():
     caselist.load(locate(SRC), "h100")
     assert {n for n in sys.modules if n.startswith("sglang")} == before == set()
     assert sys.modules["torch"] is torch
+
+
+def test_a_tree_s_lists_run_once_per_platform_until_one_of_its_files_changes(tmp_path, monkeypatch):
+    tree = tmp_path / "src"
+    shutil.copytree(SRC / "sglang", tree / "sglang")
+    ran: list[str] = []
+    real = standins.load_source_module
+
+    def counted(name: str, path: Path) -> ModuleType:
+        ran.append(path.name)
+        return real(name, path)
+
+    monkeypatch.setattr(standins, "load_source_module", counted)
+    first = caselist.load(locate(tree), "h100")
+    assert ran == ["testcase_configs.py", "gpu_cases.py"]
+    again = caselist.load(locate(tree), "h100")
+    assert len(ran) == 2 and again.suites == first.suites  # the same cases, not run again
+    caselist.load(locate(tree), "b200")
+    monkeypatch.setenv("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM", "b200")
+    caselist.load(locate(tree), "h100")
+    monkeypatch.delenv("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM")
+    table = task_types.load_table()
+    caselist.load(locate(tree), "h100", table=task_types.TaskTypeTable({**table.models, "a/b": "T2I"}, {}, ()))
+    assert len(ran) == 8  # another platform, baseline platform or task-type table: run for each
+    with open(tree / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py", "a") as out:
+        out.write("\nraise SystemExit(3)\n")
+    with pytest.raises(DiffperfError, match=r"sys\.exit\(3\)"):
+        caselist.load(locate(tree), "h100")
 
 
 def test_the_source_is_found_from_a_file_a_checkout_a_wheel_and_the_installed_package(tmp_path, monkeypatch):
