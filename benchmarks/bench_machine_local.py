@@ -12,7 +12,7 @@ Each run is a fresh ``pytest`` process in a temporary folder; the counts are of 
 
     nice python benchmarks/bench_machine_local.py --trials 10 [--shape bundled|tests] [--json out.json] [--keep DIR] [--smoke]
 
-``--smoke``: one trial (CI checks that the script still runs).
+``--smoke``: one trial of the tests' shape, each run on one server (CI checks that the script still runs).
 """
 
 from __future__ import annotations
@@ -39,17 +39,17 @@ def case(serve_args: str = "", shape: str = "bundled") -> dict[str, Any]:
 
 
 def pytest_run(
-    folder: Path, serve_args: str = "", keep: Path | None = None, shape: str = "bundled"
+    folder: Path, serve_args: str = "", keep: Path | None = None, shape: str = "bundled", extra: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], float]:
     """One run of the scenario: its outcome and why (from the results file), and the run's wall time; ``keep``:
-    a folder to copy its results file and output into, numbered."""
+    a folder to copy its results file and output into, numbered; ``extra``: more pytest arguments."""
     (folder / "cases.json").write_text(json.dumps({"cases": [case(serve_args, shape)]}))
     results = folder / "results.json"
     results.unlink(missing_ok=True)
     command = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
         "--diffperf=pr_test", "--diffperf-baselines=baselines.json", "--diffperf-cases=cases.json",
-        "--diffperf-server=reference", "--diffperf-hardware=cpu", f"--diffperf-json={results}",
+        "--diffperf-server=reference", "--diffperf-hardware=cpu", f"--diffperf-json={results}", *extra,
     ]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False, env=env())
@@ -84,14 +84,14 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
-def record(folder: Path, shape: str) -> dict[str, Any]:
+def record(folder: Path, shape: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """The two steps' first: measure against a placeholder, then accept the run's results as the baseline."""
     bundled = json.loads((REPO / "data" / "perf_baselines" / "cpu.json").read_text())
     doc = {"metadata": {"hardware": "cpu"}, "tolerances": bundled["tolerances"], "sampling": bundled["sampling"],
            "scenarios": {"tiny": GENEROUS}}  # fmt: skip
     (folder / "baselines.json").write_text(json.dumps(doc, indent=4))
     (folder / "pytest.ini").write_text("[pytest]\n")
-    pytest_run(folder, shape=shape)
+    pytest_run(folder, shape=shape, extra=extra)
     accept = [sys.executable, "-m", "pytest_diffperf.cli", "accept", "results.json", "--baselines=baselines.json"]
     done = subprocess.run(accept, cwd=folder, capture_output=True, text=True, check=False, env=env())
     if done.returncode != 0:
@@ -104,25 +104,28 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--json", help="write the counts and every run here")
-    parser.add_argument("--smoke", action="store_true", help="one trial (CI checks that the script still runs)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="one trial, tests shape, one server a run (CI: the script still runs)"
+    )
     parser.add_argument("--shape", choices=sorted(SHAPES), default="bundled", help="the scenario's image and steps")
     parser.add_argument("--keep", type=Path, help="copy every run's results file and output into this folder")
     args = parser.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-    if args.smoke:
-        args.trials = 1
+    extra: tuple[str, ...] = ()
+    if args.smoke:  # what the figures need (re-measures, the bundled shape) is not what proves the script runs
+        args.trials, args.shape, extra = 1, "tests", ("--diffperf-remeasure=1",)
     with tempfile.TemporaryDirectory(prefix="diffperf-bench-local-") as tmp:
         folder = Path(tmp)
         started = time.monotonic()
-        baseline = record(folder, args.shape)
+        baseline = record(folder, args.shape, extra)
         delay = round(baseline["expected_e2e_ms"], 1)
         print(f"recorded: e2e {baseline['expected_e2e_ms']} ms, load {baseline.get('expected_load_ms')} ms; 2x: "
               f"DenoisingStage +{delay} ms", flush=True)  # fmt: skip
         runs: list[dict[str, Any]] = []
         for trial in range(args.trials):
             for kind, serve_args in (("no change", ""), ("2x", f"--inject-delay DenoisingStage={delay}")):
-                run, wall = pytest_run(folder, serve_args, args.keep, args.shape)
+                run, wall = pytest_run(folder, serve_args, args.keep, args.shape, extra)
                 load = os.getloadavg()[0]
                 runs.append({"trial": trial, "kind": kind, **run, "wall_s": round(wall, 1), "load1": load})
                 e2e = run.get("e2e") or {}
