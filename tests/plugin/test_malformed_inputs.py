@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib
 import io
 import json
 import os
@@ -50,14 +49,6 @@ def _png() -> bytes:
 
 
 PNG = _png()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _libraries() -> None:
-    """torch with open_clip loaded once, before any in-process run (a fixture: collecting this file on an
-    xdist worker that runs none of it does not pay their ~3 s)."""
-    for library in ("open_clip", "skimage.metrics"):
-        importlib.import_module(library)
 
 
 def base_files() -> dict[str, Any]:
