@@ -131,7 +131,7 @@ from pytest_diffperf.verdicts.abstats import (
 from pytest_diffperf.verdicts.attribution import named, shares
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.interval import estimate
-from pytest_diffperf.verdicts.metrics import VerdictPolicy, one_at_a_time
+from pytest_diffperf.verdicts.metrics import BUSY_NOISE, VerdictPolicy, busy_machine, one_at_a_time
 from pytest_diffperf.verdicts.noise import Noise, estimate_noise
 from pytest_diffperf.verdicts.static import (
     FAIL,
@@ -354,17 +354,19 @@ def simulate_ab(
     noise_scale: float = 1.0,
     draw: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] = draw_ab,
 ) -> ABOutcome:
-    """``noise_scale`` (no effect only) multiplies the recorded log ratios: a machine that much noisier;
+    """``noise_scale`` multiplies the recorded log ratios (the effect added after): a machine that much noisier;
     ``draw`` pairs the recorded processes (:func:`draw_ab`: side by side, :func:`draw_sequential`: one at a time)."""
-    if noise_scale != 1.0 and effect.stage is not None:
-        raise ValueError("noise_scale is for the no-change stress test")
     rng = np.random.default_rng(seed)
     k_max, m = design.process_pair_budget, design.request_pairs
     base_p, cand_p, req = draw(pool, trials, k_max, m, rng)
     cand_metrics, _ = apply_effect(pool.metrics, pool.steps, effect)
     bi, ci = base_p[:, :, None], cand_p[:, :, None]
     base_v = {name: v[bi, req] for name, v in pool.metrics.items()}
-    logs = {name: noise_scale * np.log(cand_metrics[name][ci, req] / base_v[name]) for name in pool.metrics}
+    logs = {
+        name: noise_scale * np.log(pool.metrics[name][ci, req] / base_v[name])
+        + np.log(cand_metrics[name][ci, req] / pool.metrics[name][ci, req])
+        for name in pool.metrics
+    }
     loads = rng.choice(pool.loads_ms, size=(trials, k_max, 2))
     logs["load"] = np.log(loads[:, :, 1:] / loads[:, :, :1])
     stages = [n for n in pool.metrics if n.startswith("stage[")]
@@ -963,6 +965,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{100 * (r['regressed'] - r['noisy_regressed']):.2f} | {100 * r['unchanged']:.1f} | {100 * r['inconclusive']:.1f} | {r['requests']:.1f} |"
             )
         out["stress"] = rows
+        rows = []
+        small = ABDesign(request_pairs=1, max_process_pairs=2, max_requests=4)
+        busy = busy_machine(policy)
+        for kind, pool in pools.items():
+            for (dlabel, d), scale, effect in (
+                (x, sc, e) for x in (("default", design), ("m=1, k=2", small)) for sc in (1.0, 2.0, 4.0)
+                for e in (EFFECTS[0], EFFECTS[3], EFFECTS[-1])
+            ):  # fmt: skip
+                o = simulate_ab(pool, effect, d, busy, a.trials, a.seed + 60, noise_scale=scale)
+                rows.append({"scale": scale, "design": dlabel, **ab_row(kind, effect, o, d.request_pairs, 0.0, 0.0)})
+        print(
+            f"\n### A/B measured busy: priors x{BUSY_NOISE:g} (verdicts.metrics.busy_machine), recorded log ratios x "
+            f"scale, {a.trials} trials\n"
+        )
+        print(
+            "| set | design | noise x | effect | regressed % [95 % CI] | improved % | unchanged % | inconclusive % | process pairs |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r['kind']} | {r['design']} | {r['scale']:g} | {r['effect']} | {rate(r['regressed'], r['trials'])} | "
+                f"{100 * r['improved']:.2f} | {100 * r['unchanged']:.1f} | {100 * r['inconclusive']:.1f} | "
+                f"{r['process_pairs']:.1f} |"
+            )
+        out["busy"] = rows
 
     if "sequential" in sections:
         rows = []

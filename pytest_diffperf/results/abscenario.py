@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..cases import Case
@@ -23,6 +23,7 @@ from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
 from ..serving.abservers import ABServers, PairRun, PairWork, Side
 from ..serving.client import Output
+from ..serving.interference import Interference, Meter
 from ..serving.measure import Sample
 from ..verdicts.abstats import ABResult, MetricResult, ProcessPairSamples, Sequential
 from ..verdicts.attribution import Attribution
@@ -51,10 +52,12 @@ SCENARIO_VERDICT: dict[Verdict, ScenarioVerdict] = {
 
 @dataclass(frozen=True)
 class ABScenario:
-    """What the item needs back: the result, and the candidate's first output (for the consistency check)."""
+    """What the item needs back: the result, the candidate's first output (for the consistency check) and
+    what outside processes took while each of its process pairs measured."""
 
     result: ScenarioResult
     output: Output | None
+    windows: list[Interference] = field(default_factory=list)
 
 
 def design_for(design: ABDesign, scenario_id: str) -> ABDesign:
@@ -68,6 +71,7 @@ class _Scenario:
     timeout: float
     run: Sequential
     runs: list[PairRun] = field(default_factory=list)
+    windows: list[Interference] = field(default_factory=list)
     wall_s: float = 0.0
 
 
@@ -82,7 +86,9 @@ class GroupAB:
     start order (the design seeded by ``key``); ``prestart`` pairs may be started ahead of the
     one measuring: while it measures when the slots have devices of their own (``separate``), else
     together with it, all of them ready before any measures. :meth:`judge` drives the pairs until
-    its scenario stops; the next item's scenario often has its result already.
+    its scenario stops; the next item's scenario often has its result already. ``meter`` (when given)
+    measures what outside processes take while each pair measures; a scenario gets its own pairs' windows, and
+    from a pair ``busy`` calls busy on, is judged with the busy machine's priors (``verdicts.metrics.busy_machine``).
     """
 
     key: str
@@ -91,6 +97,8 @@ class GroupAB:
     policy: VerdictPolicy
     prestart: int = 0
     separate: bool = False
+    meter: Callable[[], Meter] | None = None
+    busy: Callable[[Interference], bool] = lambda _window: False
     _scenarios: dict[str, _Scenario] = field(default_factory=dict)
     _next: int = 0  # the next process pair to measure
     _spawned: int = 0  # process pairs begun so far
@@ -122,7 +130,8 @@ class GroupAB:
             self.close()
         ab, runs = scenario.run.result, scenario.runs
         shared = sorted(sid for sid, s in self._scenarios.items() if sid != scenario_id and s.runs)
-        return scenario_result(scenario_id, ab, runs, self.servers, scenario.case, scenario.wall_s, shared, rules)
+        judged = scenario_result(scenario_id, ab, runs, self.servers, scenario.case, scenario.wall_s, shared, rules)
+        return replace(judged, windows=list(scenario.windows))
 
     def _measure_next(self) -> None:
         index, open_ids = self._next, self.open
@@ -140,11 +149,16 @@ class GroupAB:
                 self.servers.wait(ahead)
         scenarios = [self._scenarios[sid] for sid in open_ids]
         work = [PairWork(s.case, s.run.design.orders(index), s.timeout) for s in scenarios]
+        meter = self.meter() if self.meter is not None else None
         runs = self.servers.measure_pair(index, work, group.start_order(index))
+        window = meter.stop() if meter is not None else None
+        busy = window is not None and self.busy(window)
         self._next += 1
         for scenario, run in zip(scenarios, runs, strict=True):
             scenario.runs.append(run)
-            if scenario.run.add(pair_samples(run)) is not None:
+            if window is not None:
+                scenario.windows.append(window)
+            if scenario.run.add(pair_samples(run), busy=busy) is not None:
                 scenario.wall_s = time.monotonic() - self._started
 
     def close(self) -> None:
@@ -251,6 +265,7 @@ def ab_record(
         attribution=attribution_record(ab.attribution) if ab.attribution is not None else None,
         servers=[dict(info) for run in runs for info in run.servers],
         shared_with=list(shared),
+        busy_pairs=ab.busy_pairs,
     )
 
 

@@ -1,5 +1,5 @@
-"""Interference in the results: each measurement window's figures, a static fail measured busy made
-inconclusive, and the run's one line (the terminal summary and the provenance)."""
+"""Interference in the results: each measurement window's figures, a fail measured busy made inconclusive
+(static, and A/B one server at a time), and the run's one line (the terminal summary and the provenance)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ from .verdict import PERF_PREFIX
 NEXT = (
     "next: run it A/B (--diffperf-base=SPEC: both sides share the load), on a quiet runner, or with a longer "
     "--diffperf-quiet-wait; --diffperf-busy-share sets what counts as busy"
+)
+NEXT_ONE_AT_A_TIME = (
+    "next: run both sides together (--diffperf-ab-servers=together) where the device holds two servers, or on "
+    "a quiet runner; --diffperf-busy-share sets what counts as busy"
 )
 
 
@@ -64,7 +68,9 @@ def figures(window: Interference) -> str:
     return text + "".join(f"; {h.text()}" for h in window.holders)
 
 
-def machine_busy(result: ScenarioResult, windows: Sequence[Interference], policy: BusyPolicy, why: str) -> None:
+def machine_busy(
+    result: ScenarioResult, windows: Sequence[Interference], policy: BusyPolicy, why: str, next_step: str = NEXT
+) -> None:
     """Make a fail measured while the machine was busy ``inconclusive (machine busy: ...)``; its failure text kept below."""
     peak = max(windows, key=lambda w: w.share)
     failed = "\n".join(f"    {line}" for line in result.message.splitlines())
@@ -73,8 +79,30 @@ def machine_busy(result: ScenarioResult, windows: Sequence[Interference], policy
         f"{PERF_PREFIX} inconclusive (machine busy: {figures(peak)}; {why})\n"
         f"  busiest measurement: {peak.text()}\n"
         f"  measured on a busy machine (over {policy.share:.0%} of its CPUs or a device taken by other processes), "
-        f"it would have failed:\n{failed}\n  {NEXT}"
+        f"it would have failed:\n{failed}\n  {next_step}"
     )
+
+
+def ab_interference(
+    result: ScenarioResult, windows: Sequence[Interference], policy: BusyPolicy, together: bool
+) -> None:
+    """Record what outside processes took while the scenario's process pairs measured.
+
+    Side by side (``together``) both sides share the load (judged with the busy machine's wider priors,
+    ``GroupAB``): the verdict is kept. One server at a time, a busy phase lands on one side, so a
+    ``regressed`` measured while the machine was busy is inconclusive (machine busy), as a static fail
+    is; a memory fail (peaks do not depend on load) is kept.
+    """
+    busy = [w for w in windows if policy.busy(w)]
+    timing_fail = (
+        result.ab is not None and result.ab.verdict == "regressed" and all(c.verdict != "fail" for c in result.checks)
+    )
+    effect: InterferenceEffect | None = None
+    if busy and not together and timing_fail:
+        why = f"one server at a time, busy on {len(busy)} of {len(windows)} process pair(s)"
+        machine_busy(result, windows, policy, why, NEXT_ONE_AT_A_TIME)
+        effect = "inconclusive"
+    result.interference = interference_record(windows, policy, effect)
 
 
 def run_line(results: Iterable[ScenarioResult]) -> str | None:

@@ -139,6 +139,7 @@ class ABRecord(BaseModel):
     attribution: AttributionRecord | None = None
     servers: list[dict[str, Any]] = Field(default_factory=list)  # side, process pair, pid, port, load_ms, log
     shared_with: list[str] = Field(default_factory=list)  # the group's scenarios measured on the same process pairs
+    busy_pairs: int = 0  # process pairs measured busy: judged with the priors verdicts.metrics.BUSY_NOISE times wider
 
     def metric(self, name: str) -> ABMetricRecord | None:
         return next((m for m in self.metrics if m.name == name), None)
@@ -243,7 +244,8 @@ class InterferenceRecord(BaseModel):
 
     ``effect``: ``none`` (not busy), ``kept`` (busy, the verdict kept: a pass, an A/B run whose two
     sides shared it), ``remeasured`` (a fail measured busy, judged again on attempts measured quiet),
-    ``inconclusive`` (a fail measured busy, and the machine not quiet again in time).
+    ``inconclusive`` (a fail measured busy, and the machine not quiet again in time; an A/B ``regressed``
+    measured busy with one server at a time).
     """
 
     model_config = ConfigDict(extra="forbid")

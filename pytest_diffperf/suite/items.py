@@ -18,7 +18,7 @@ import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
 from ..perf.measurement import Measurement
-from ..results.interference import interference_record, machine_busy
+from ..results.interference import ab_interference, interference_record, machine_busy
 from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
 from ..results.noisy import judge_noisy, pooled
 from ..results.verdict import (
@@ -282,10 +282,8 @@ class ScenarioItem(pytest.Item):
         members = [self] if ab.sharing == "scenario" else self._group_members()
         key = self.spec.key if ab.sharing == "group" else self.name
         group = ab.group(key, self.spec, [(m.name, m.case, m._timeout(session)) for m in members if m.case])
-        meter = session.interference.meter(self.spec.num_gpus)
         judged = group.judge(self.name, session.rules)
-        # both sides shared whatever else ran: reported, the verdict kept
-        judged.result.interference = interference_record([meter.stop()], session.interference.policy)
+        ab_interference(judged.result, judged.windows, session.interference.policy, ab.mode == "together")
         # each side's entry comes from its own rows; no wall time of a single server to estimate the test's from
         judged.result.measurement = MeasurementRecord(num_frames=self.case.num_frames, is_video=self.case.is_video)
         messages = self._judged(session, judged.result, judged.output)

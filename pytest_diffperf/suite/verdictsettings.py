@@ -49,6 +49,7 @@ class ABRun:
     prestart: int | None = None  # process pairs started ahead of the one measuring; None: auto
     cpu: bool = False  # the launcher's servers run on the CPU (auto prestarts)
     checkouts: GitCheckouts | None = None  # the git= sides' worktrees, removed at close
+    watch: Watch | None = None  # what outside processes take while each process pair measures
     progress: Callable[[str], None] = lambda _msg: None
     pools: dict[tuple[int, Side], ServerPool] = field(default_factory=dict)
     groups: dict[str, GroupAB] = field(default_factory=dict)
@@ -61,7 +62,10 @@ class ABRun:
             pools = [{side: self._pool(slot, side) for side in SIDES} for slot in range(slots)]
             servers = ABServers(self.sides, pools, spec, self.mode, self.progress)
             separate = self.devices.slots(spec.num_gpus) >= slots
-            self.groups[key] = GroupAB(key, servers, self.design, self.policy, ahead, separate)
+            group = GroupAB(key, servers, self.design, self.policy, ahead, separate)
+            if self.watch is not None:
+                group.meter, group.busy = partial(self.watch.meter, spec.num_gpus), self.watch.policy.busy
+            self.groups[key] = group
             for member in members:
                 self.groups[key].add(*member)
         return self.groups[key]
@@ -174,7 +178,7 @@ def ab_run(
         )
 
     cpu = launcher.name in CPU_LAUNCHERS
-    return ABRun(sides, pool, design, policy, mode, devices, sharing, prestart, cpu, checkouts, progress)
+    return ABRun(sides, pool, design, policy, mode, devices, sharing, prestart, cpu, checkouts, watch, progress)
 
 
 def static_policy(settings: Settings, priors: NoisePriors | None = None) -> StaticPolicy | None:

@@ -19,7 +19,7 @@ from ..protocol import DENOISING_STAGE
 from .attribution import Attribution, Change, attribute, percent, span
 from .design import ABDesign
 from .interval import estimate
-from .metrics import E2E, LOAD, MetricKind, MetricSpec, VerdictPolicy, stage_of
+from .metrics import BUSY_NOISE, E2E, LOAD, MetricKind, MetricSpec, VerdictPolicy, busy_machine, stage_of
 from .noise import FloatArray, nanmedian
 from .rules import CodeArray, classify, combine, look_alpha, z_value
 from .vocab import VERDICTS, Order, StopReason, Verdict
@@ -154,6 +154,7 @@ class ABResult:
     process_pairs: int
     requests: int
     stop: StopReason | None = None
+    busy_pairs: int = 0  # process pairs measured on a busy machine: judged with the priors BUSY_NOISE times wider
 
     def text(self) -> str:
         """The headline: the verdict, then the metrics that decided it. e2e leads when its own verdict is the
@@ -184,7 +185,8 @@ class ABResult:
             f"; {m.label} noisier than calibrated (within {m.within:.3f} > {NOISY:g} x prior {m.within_prior:.3f})"
             for m in noisy
         )
-        return head + "; ".join(parts) + budget + warning
+        busy = f"; {self.busy_pairs} measured busy: noise priors x{BUSY_NOISE:g}" if self.busy_pairs else ""
+        return head + "; ".join(parts) + budget + warning + busy
 
 
 @dataclass(frozen=True)
@@ -311,16 +313,24 @@ class Sequential:
     denoising: Collection[str] = frozenset({DENOISING_STAGE})
     pairs: list[ProcessPairSamples] = field(default_factory=list)
     result: ABResult | None = None  # set once the stop rule stops
+    busy_pairs: int = 0
 
-    def add(self, pair: ProcessPairSamples) -> ABResult | None:
-        """Add the next process pair's samples; the result once the scenario stops (None: it needs another)."""
+    def add(self, pair: ProcessPairSamples, *, busy: bool = False) -> ABResult | None:
+        """Add the next process pair's samples; the result once the scenario stops (None: it needs another).
+
+        From the first pair measured ``busy`` on, every look is judged with :func:`busy_machine`'s priors.
+        """
         if self.result is not None:
             raise ValueError("the scenario has stopped")
         self.pairs.append(pair)
-        result = analyse(self.pairs, self.design, self.policy, denoising=self.denoising)
+        self.busy_pairs += busy
+        policy = self.policy or VerdictPolicy()
+        if self.busy_pairs:
+            policy = busy_machine(policy)
+        result = analyse(self.pairs, self.design, policy, denoising=self.denoising)
         decision = self.design.decide(len(self.pairs), result.verdict)
         if decision.stop:
-            self.result = replace(result, stop=decision.reason)
+            self.result = replace(result, stop=decision.reason, busy_pairs=self.busy_pairs)
         return self.result
 
 

@@ -86,6 +86,7 @@ def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytes
     interval wider than the tolerance): inconclusive, never unchanged, and an identical build is never
     regressed."""
     args = [*ab(suite, tiny_case("same")), "--diffperf-ab-max-process-pairs=2", "--diffperf-ab-request-pairs=1"]
+    args.append("--diffperf-busy-share=25%")  # the default: a busy machine widens the priors (docs/verdicts.md)
     reported = pytester.runpytest(*args, "-v", "--junitxml=junit.xml")
     assert reported.ret == 0
     outcomes = reported.parseoutcomes()
@@ -96,6 +97,8 @@ def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytes
     assert scenario["ab"]["verdict"] == "inconclusive"
     assert (scenario["verdict"], scenario["outcome"]) == ("inconclusive", "inconclusive")
     assert scenario["ab"]["stop"] == "budget"
+    windows = scenario["interference"]["windows"]
+    assert len(windows) == 2 and scenario["ab"]["busy_pairs"] == sum(w["busy"] for w in windows)
     # the whole reason under the summary table, and what to do next
     out = reported.stdout.str()
     details = out[out.index("not passed:") :]
@@ -120,10 +123,17 @@ def test_identical_builds_are_never_regressed_and_inconclusive_is_reported(pytes
 
     failing = pytester.runpytest(*args, "--diffperf-inconclusive=fail", "--diffperf-ab-servers=one-at-a-time")
     failing.assert_outcomes(failed=1)
-    assert "PERFORMANCE: inconclusive: e2e " in failing.stdout.str()
-    assert re.search(r"more process pairs:\s+--diffperf-ab-max-process-pairs=20", failing.stdout.str())
     scenario = results(pytester)["scenarios"][0]
-    assert scenario["ab"]["verdict"] == "inconclusive"
+    assert scenario["verdict"] == "inconclusive"
+    windows = scenario["interference"]["windows"]
+    assert len(windows) == scenario["ab"]["process_pairs"] == 2  # one per process pair it was measured on
+    if scenario["interference"]["effect"] == "inconclusive":  # one at a time on a busy machine: not trusted
+        assert any(w["busy"] for w in windows) and scenario["ab"]["verdict"] == "regressed"
+        assert "PERFORMANCE: inconclusive (machine busy: " in failing.stdout.str()
+    else:
+        assert scenario["ab"]["verdict"] == "inconclusive"
+        assert "PERFORMANCE: inconclusive: e2e " in failing.stdout.str()
+        assert re.search(r"more process pairs:\s+--diffperf-ab-max-process-pairs=20", failing.stdout.str())
     servers = scenario["ab"]["servers"]
     assert sorted(s["process_pair"] for s in servers) == [0, 0, 1, 1]
     for pair in (0, 1):  # one at a time: the first server's requests, then the other's

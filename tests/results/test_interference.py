@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from pytest_diffperf.results.interference import interference_record, machine_busy, run_line
-from pytest_diffperf.results.model import ScenarioResult
+import pytest
+
+from pytest_diffperf.results.interference import ab_interference, interference_record, machine_busy, run_line
+from pytest_diffperf.results.model import ABRecord, CheckRecord, ScenarioResult
 from pytest_diffperf.results.provenance import Provenance
 from pytest_diffperf.results.stepsummary import markdown
 from pytest_diffperf.serving.deviceusage import DeviceProcess
@@ -40,6 +42,59 @@ def test_a_busy_fail_reads_inconclusive_machine_busy_with_the_figures_and_what_i
         "  next: run it A/B (--diffperf-base=SPEC: both sides share the load), on a quiet runner, or with a longer "
         "--diffperf-quiet-wait; --diffperf-busy-share sets what counts as busy",
     ]
+
+
+def ab_result(verdict: str, memory: str = "pass") -> ScenarioResult:
+    record = ABRecord(
+        verdict=verdict, headline=f"{verdict}: e2e +61.3 % [+9.6, +137.4]", base="current", candidate="current",
+        process_pairs=2, requests=4, wall_s=27.0, stop="decisive", metrics=[],
+    )  # fmt: skip
+    peak = CheckRecord(name="peak_host_anon_mb", kind="host_anon", actual=600.0, expected=500.0, limit=550.0,
+                       rel=0.1, pad=0.0, verdict=memory)  # fmt: skip
+    scenario_verdict = {"regressed": "fail", "unchanged": "pass", "inconclusive": "inconclusive"}[verdict]
+    return ScenarioResult(
+        scenario="same",
+        verdict="fail" if memory == "fail" else scenario_verdict,
+        message=f"PERFORMANCE: {record.headline}",
+        checks=[peak],
+        ab=record,
+    )
+
+
+def test_a_regressed_measured_busy_one_server_at_a_time_is_inconclusive_machine_busy():
+    result = ab_result("regressed")
+    ab_interference(result, [QUIET, BUSY], POLICY, together=False)
+    assert result.verdict == "inconclusive" and result.ab is not None and result.ab.verdict == "regressed"
+    lines = result.message.splitlines()
+    assert lines[0] == (
+        "PERFORMANCE: inconclusive (machine busy: other processes used 61% of 2 CPUs, load average 4.40; "
+        "one server at a time, busy on 1 of 2 process pair(s))"
+    )
+    assert "    PERFORMANCE: regressed: e2e +61.3 % [+9.6, +137.4]" in lines
+    assert lines[-1].startswith("  next: run both sides together (--diffperf-ab-servers=together)")
+    assert result.interference is not None and result.interference.effect == "inconclusive"
+    assert [w.busy for w in result.interference.windows] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "memory", "together", "windows", "effect"),
+    [
+        ("regressed", "pass", True, [BUSY], "kept"),  # side by side: both sides shared the load
+        ("regressed", "pass", False, [QUIET, QUIET], "none"),  # one at a time, quiet: a regression
+        ("regressed", "fail", False, [BUSY], "kept"),  # a memory fail does not depend on the load
+        ("unchanged", "pass", False, [BUSY], "kept"),  # a pass is kept, as in static mode
+        ("inconclusive", "pass", False, [BUSY], "kept"),
+    ],
+)
+def test_an_ab_verdict_is_kept_unless_a_timing_regression_was_measured_busy_one_at_a_time(
+    verdict, memory, together, windows, effect
+):
+    result = ab_result(verdict, memory)
+    before = result.model_copy(deep=True)
+    ab_interference(result, windows, POLICY, together=together)
+    assert (result.verdict, result.message) == (before.verdict, before.message)
+    assert result.interference is not None and result.interference.effect == effect
+    assert len(result.interference.windows) == len(windows)
 
 
 def test_the_record_keeps_every_window_and_survives_the_results_file():

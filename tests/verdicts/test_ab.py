@@ -193,6 +193,35 @@ def test_a_scenario_sharing_process_pairs_stops_as_it_would_alone():
         shared["slow"].add(fed["slow"](index, DESIGN.orders(index), DESIGN.start_order(index)))
 
 
+def _busy_run(seed: int, design: ABDesign, *, busy: bool, slowdown: float = 1.0) -> ABResult:
+    """Identical builds (or DenoisingStage ``slowdown`` x) on a busy machine: process offsets 8x the quiet machine's."""
+    pipeline = FakePipeline(seed, {"DenoisingStage": slowdown}, offset_sd=0.25)
+    scenario = Sequential(design)
+    while scenario.result is None:
+        index = len(scenario.pairs)
+        scenario.add(pipeline(index, design.orders(index), design.start_order(index)), busy=busy)
+    return scenario.result
+
+
+def test_process_pairs_measured_busy_are_judged_with_wider_priors():
+    """The minimum budget (k=2, m=1) on a busy machine: with the quiet machine's priors identical builds are often
+    called regressed or improved; measured busy (priors x4) rarely, and the record says why."""
+    design = ABDesign(request_pairs=1, max_process_pairs=2, max_requests=4)
+    decisive = {
+        busy: sum(_busy_run(seed, design, busy=busy).verdict in ("regressed", "improved") for seed in range(200))
+        for busy in (False, True)
+    }
+    assert decisive[False] >= 40 and decisive[True] <= 2, decisive
+    result = _busy_run(0, design, busy=True)
+    assert result.busy_pairs == 2 and result.text().endswith("; 2 measured busy: noise priors x4")
+    assert _busy_run(0, design, busy=False).busy_pairs == 0
+
+
+def test_a_doubled_denoising_stage_is_still_regressed_on_a_busy_machine():
+    results = [_busy_run(seed, DESIGN, busy=True, slowdown=2.0) for seed in range(10)]
+    assert [r.verdict for r in results] == ["regressed"] * 10
+
+
 def _load_log(pair: ProcessPairSamples) -> float:
     assert pair.base_load_ms is not None and pair.candidate_load_ms is not None  # FakePipeline reports both
     return math.log(pair.candidate_load_ms / pair.base_load_ms)

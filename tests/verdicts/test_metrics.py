@@ -10,9 +10,11 @@ from pytest_diffperf.protocol import PerfRecord
 from pytest_diffperf.verdicts.abstats import judge_ab_metrics
 from pytest_diffperf.verdicts.design import ABDesign
 from pytest_diffperf.verdicts.metrics import (
+    BUSY_NOISE,
     SEQUENTIAL_NOISE,
     MetricSpec,
     VerdictPolicy,
+    busy_machine,
     one_at_a_time,
     record_metrics,
     stage_of,
@@ -87,3 +89,26 @@ def test_one_at_a_time_priors_widen_what_side_by_side_priors_call_a_change():
     assert sequential.e2e.noise == sequential.denoising_stage.noise == SEQUENTIAL_NOISE
     assert (sequential.e2e.tolerance, sequential.e2e.weight) == (policy.e2e.tolerance, policy.e2e.weight)
     assert sequential.load == policy.load  # a fresh process loads alike in both modes
+
+
+def test_a_busy_machine_widens_every_prior_and_keeps_its_weight():
+    override = MetricSpec("stage", 0.2, Noise(0.05, 0.1, between_weight=4.0), weight=0.5)
+    policy = VerdictPolicy(overrides={"stage[DecodingStage]": override})
+    wide = busy_machine(policy)
+    for name in (
+        "e2e",
+        "load",
+        "avg_denoise",
+        "stage[DenoisingStage]",
+        "stage[TextEncodingStage]",
+        "stage[DecodingStage]",
+    ):
+        before, after = policy.spec(name), wide.spec(name)
+        assert after.noise.between == pytest.approx(BUSY_NOISE * before.noise.between), name
+        assert after.noise.within == pytest.approx(BUSY_NOISE * before.noise.within), name
+        assert (after.noise.between_weight, after.noise.within_weight) == (
+            before.noise.between_weight,
+            before.noise.within_weight,
+        )
+        assert (after.tolerance, after.weight, after.floor) == (before.tolerance, before.weight, before.floor)
+    assert (wide.alpha, wide.spending) == (policy.alpha, policy.spending)
