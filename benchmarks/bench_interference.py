@@ -95,7 +95,9 @@ def main() -> None:
     parser.add_argument("--quiet-wait", default="120")
     parser.add_argument("--control", action="store_true", help="also no change without burners")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--smoke", action="store_true", help="one scenario, one server a run, no quiet wait (CI checks that it runs)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="one scenario, one server a run, no quiet wait (CI checks that it runs)"
+    )
     args = parser.parse_args()
     options = [
         f"--diffperf-busy-share={args.busy_share}",
