@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import math
 import os
@@ -968,11 +969,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = []
         small = ABDesign(request_pairs=1, max_process_pairs=2, max_requests=4)
         busy = busy_machine(policy)
+        busy_designs = (("default", design), ("m=1, k=2", small))
         for kind, pool in pools.items():
-            for (dlabel, d), scale, effect in (
-                (x, sc, e) for x in (("default", design), ("m=1, k=2", small)) for sc in (1.0, 2.0, 4.0)
-                for e in (EFFECTS[0], EFFECTS[3], EFFECTS[-1])
-            ):  # fmt: skip
+            for (dlabel, d), scale, effect in itertools.product(
+                busy_designs, (1.0, 2.0, 4.0), (EFFECTS[0], EFFECTS[3], EFFECTS[-1])
+            ):
                 o = simulate_ab(pool, effect, d, busy, a.trials, a.seed + 60, noise_scale=scale)
                 rows.append({"scale": scale, "design": dlabel, **ab_row(kind, effect, o, d.request_pairs, 0.0, 0.0)})
         print(

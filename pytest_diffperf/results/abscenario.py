@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..cases import Case
@@ -23,7 +23,7 @@ from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
 from ..serving.abservers import ABServers, PairRun, PairWork, Side
 from ..serving.client import Output
-from ..serving.interference import Interference, Meter
+from ..serving.interference import Interference, Watch
 from ..serving.measure import Sample
 from ..verdicts.abstats import ABResult, MetricResult, ProcessPairSamples, Sequential
 from ..verdicts.attribution import Attribution
@@ -86,9 +86,9 @@ class GroupAB:
     start order (the design seeded by ``key``); ``prestart`` pairs may be started ahead of the
     one measuring: while it measures when the slots have devices of their own (``separate``), else
     together with it, all of them ready before any measures. :meth:`judge` drives the pairs until
-    its scenario stops; the next item's scenario often has its result already. ``meter`` (when given)
-    measures what outside processes take while each pair measures; a scenario gets its own pairs' windows, and
-    from a pair ``busy`` calls busy on, is judged with the busy machine's priors (``verdicts.metrics.busy_machine``).
+    its scenario stops; the next item's scenario often has its result already. ``watch`` (when given)
+    meters what outside processes take while each pair measures; a scenario gets its own pairs' windows and,
+    from the first busy one on, is judged with the busy machine's priors (``verdicts.metrics.busy_machine``).
     """
 
     key: str
@@ -97,8 +97,7 @@ class GroupAB:
     policy: VerdictPolicy
     prestart: int = 0
     separate: bool = False
-    meter: Callable[[], Meter] | None = None
-    busy: Callable[[Interference], bool] = lambda _window: False
+    watch: Watch | None = None
     _scenarios: dict[str, _Scenario] = field(default_factory=dict)
     _next: int = 0  # the next process pair to measure
     _spawned: int = 0  # process pairs begun so far
@@ -149,10 +148,10 @@ class GroupAB:
                 self.servers.wait(ahead)
         scenarios = [self._scenarios[sid] for sid in open_ids]
         work = [PairWork(s.case, s.run.design.orders(index), s.timeout) for s in scenarios]
-        meter = self.meter() if self.meter is not None else None
+        meter = self.watch.meter(self.servers.spec.num_gpus) if self.watch is not None else None
         runs = self.servers.measure_pair(index, work, group.start_order(index))
         window = meter.stop() if meter is not None else None
-        busy = window is not None and self.busy(window)
+        busy = window is not None and self.watch is not None and self.watch.policy.busy(window)
         self._next += 1
         for scenario, run in zip(scenarios, runs, strict=True):
             scenario.runs.append(run)

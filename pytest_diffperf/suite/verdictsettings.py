@@ -62,10 +62,7 @@ class ABRun:
             pools = [{side: self._pool(slot, side) for side in SIDES} for slot in range(slots)]
             servers = ABServers(self.sides, pools, spec, self.mode, self.progress)
             separate = self.devices.slots(spec.num_gpus) >= slots
-            group = GroupAB(key, servers, self.design, self.policy, ahead, separate)
-            if self.watch is not None:
-                group.meter, group.busy = partial(self.watch.meter, spec.num_gpus), self.watch.policy.busy
-            self.groups[key] = group
+            self.groups[key] = GroupAB(key, servers, self.design, self.policy, ahead, separate, self.watch)
             for member in members:
                 self.groups[key].add(*member)
         return self.groups[key]
