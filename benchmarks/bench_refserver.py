@@ -5,9 +5,14 @@ marker's monotonic timestamp minus the spawn time. After the startup warmup, ``-
 requests run at the bundled-suite shapes; the table gives medians and spread, and the per-stage
 and per-step medians come from the server's own ``performance.log`` records.
 
-    python benchmarks/bench_refserver.py [--repeats 7] [--threads 1] [--models tiny/flux-t2i ...] [--json out.json] [--smoke]
+Then ``--starts`` reference servers are started on their own and as many forked from a fork server
+(``diffperf-refserver forkserver``, as the test suite does), interleaved: the time from spawn to
+``/health`` 200, and the CPU time of every process of the start until then.
 
-``--smoke``: tiny/flux-t2i, one request (CI checks that the script still runs).
+    python benchmarks/bench_refserver.py [--repeats 7] [--threads 1] [--models tiny/flux-t2i ...] [--starts 5]
+        [--json out.json] [--smoke]
+
+``--smoke``: tiny/flux-t2i, one request, one start of each kind (CI checks that the script still runs).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,10 +30,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import requests
 
 from pytest_diffperf.launchers import ReferenceLauncher, ServerSpec
 from pytest_diffperf.protocol import (
+    FORKSERVER_ENV,
     HEALTH_PATH,
     IMAGES_PATH,
     LOAD_MARKER,
@@ -135,6 +144,79 @@ def bench_model(model: str, repeats: int, threads: int) -> dict[str, Any]:
     }
 
 
+SERVING = re.compile(r"\(pid (\d+),")  # "[refserver] serving tiny/flux-t2i at http://... (pid 123, 1 thread(s))"
+
+
+def _start(env: dict[str, str]) -> tuple[float, float]:
+    """One tiny/flux-t2i server started and stopped: (seconds from spawn to /health 200, CPU-s of its processes)."""
+    port = free_port()
+    spec = ServerSpec("reference", "tiny/flux-t2i", "--log-level warning", (), 1)
+    cmd = ReferenceLauncher().command(spec, port)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        server = next((int(m.group(1)) for line in proc.stdout if (m := SERVING.search(line))), None)
+        if server is None:
+            raise RuntimeError("the server exited before it said it was serving")
+        while True:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}{HEALTH_PATH}", timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.02)
+        ready = time.perf_counter() - t0
+        cpu = sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in {proc.pid, server})
+    finally:
+        proc.terminate()
+        proc.wait()
+    return ready, cpu
+
+
+def bench_starts(starts: int) -> dict[str, dict[str, list[float]]]:
+    """``starts`` servers on their own and as many forked, interleaved (the fork server's own start not counted)."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-forks-"))
+    base = {k: v for k, v in os.environ.items() if k != FORKSERVER_ENV} | {"HF_HUB_OFFLINE": "1"}
+    forks = subprocess.Popen(
+        [sys.executable, "-m", "pytest_diffperf.refserver", "forkserver", "--socket", str(folder / "sock")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=base,
+    )
+    figures: dict[str, dict[str, list[float]]] = {kind: {"ready_s": [], "cpu_s": []} for kind in ("own", "forked")}
+    try:
+        assert forks.stdout is not None
+        next(line for line in forks.stdout if "fork server ready" in line)
+        forked = {**base, FORKSERVER_ENV: f"{forks.pid}:{folder / 'sock'}"}
+        for _ in range(starts):
+            for kind, env in (("own", base), ("forked", forked)):
+                ready, cpu = _start(env)
+                figures[kind]["ready_s"].append(ready)
+                figures[kind]["cpu_s"].append(cpu)
+    finally:
+        forks.terminate()
+        forks.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+    return figures
+
+
+def print_starts(figures: dict[str, dict[str, list[float]]]) -> None:
+    print("| start | n | ready s, median [min-max] | CPU-s to ready, median [min-max] |")
+    print("|---|---|---|---|")
+    for kind, label in (("own", "on its own"), ("forked", "forked")):
+        ready, cpu = figures[kind]["ready_s"], figures[kind]["cpu_s"]
+        print(
+            f"| {label} | {len(ready)} | {statistics.median(ready):.2f} [{min(ready):.2f}-{max(ready):.2f}] "
+            f"| {statistics.median(cpu):.2f} [{min(cpu):.2f}-{max(cpu):.2f}] |"
+        )
+    ratio = [
+        statistics.median(figures["own"][k]) / statistics.median(figures["forked"][k]) for k in ("ready_s", "cpu_s")
+    ]
+    print(f"| own / forked | | {ratio[0]:.1f}x | {ratio[1]:.1f}x |")
+
+
 def _spread(values: list[float]) -> str:
     med = statistics.median(values)
     cv = statistics.pstdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
@@ -163,6 +245,7 @@ def main() -> int:
     parser.add_argument("--models", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--starts", type=int, default=5, help="server starts of each kind (0: none)")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     parser.add_argument(
         "--smoke",
@@ -171,11 +254,15 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.smoke:
-        args.models, args.repeats = ["tiny/flux-t2i"], 1
+        args.models, args.repeats, args.starts = ["tiny/flux-t2i"], 1, 1
     results = [bench_model(m, args.repeats, args.threads) for m in args.models]
     print_table(results)
+    starts = bench_starts(args.starts) if args.starts else None
+    if starts:
+        print()
+        print_starts(starts)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        args.json.write_text(json.dumps({"models": results, "starts": starts}, indent=2))
     return 0
 
 

@@ -8,6 +8,7 @@ image output formats.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +19,16 @@ PERF_LOG_FILE = "performance.log"
 PERF_RECORD_TAG = "pipeline_stage_metrics"
 PERF_DUMP_TAG = "server_perf_dump"  # the file a request's ``perf_dump_path`` names
 COMMIT_ENV = "SGLANG_GIT_COMMIT"  # the perf record's commit_hash
+# Not SGLang's: ``PID:SOCKET`` of the reference server's fork server (``refserver.forkserver``, which the test suite
+# starts). ``serve`` then runs as its child, and a run's interference meter counts that process tree as the run's.
+FORKSERVER_ENV = "DIFFPERF_REFSERVER_FORKSERVER"
+
+
+def forkserver_in(env: Mapping[str, str]) -> tuple[int, str] | None:
+    """The fork server ``env`` names in ``FORKSERVER_ENV``: its pid and socket path (None: none, or malformed)."""
+    pid, _, path = env.get(FORKSERVER_ENV, "").partition(":")
+    return (int(pid), path) if pid.isdigit() and path else None
+
 
 # Printed on stdout once the model is built, before warmup.
 LOAD_MARKER = "[server-load] workers_ready_monotonic_ns="

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf._util.text import truthy
+from tests.support import forks
 from tests.support.paths import LAYOUT, SGLANG_DATA, SINGLE
 from tests.support.preload import preload
 from tests.support.refserver import Servers
@@ -24,11 +25,22 @@ else:
     settings.load_profile("ci" if truthy(os.environ.get("CI", "")) else "default")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+FORK_SERVER = pytest.StashKey[forks.ForkServer]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Load the plugin's modules before the first pytester test (it would drop and reload them each time);
-    a run that selects none (a unit-test file) skips the ~3 s this costs."""
+    a run that selects none (a unit-test file) skips the ~3 s this costs. Start the fork server of reference
+    servers when a server test is selected."""
     if any("pytester" in getattr(item, "fixturenames", ()) for item in items):
         preload()
+    if any(item.get_closest_marker("server") for item in items) and forks.available():
+        config.stash[FORK_SERVER] = forks.ForkServer().publish()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if FORK_SERVER in config.stash:
+        config.stash[FORK_SERVER].stop()
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ SMOKES = {
         "| set | metric |",
         (SERVER, pytest.mark.skipif(not NOISE_STUDY.is_dir(), reason="../shared/noise-study/data is absent")),
     ),
-    "bench_refserver": ("stage medians (ms)", (SERVER,)),
+    "bench_refserver": ("| own / forked |", (SERVER,)),
     "bench_bundled_noise": ("| scenario | e2e ms", (SERVER,)),
     "bench_bundled_suite": ("req overhead ms", (SERVER,)),
     "bench_machine_local": ("trial 1: 2x: ", (SERVER,)),

@@ -14,7 +14,10 @@ import socket
 import sys
 from typing import Any
 
+from .._util.lifecycle import exit_as
+from ..protocol import FORKSERVER_ENV
 from .faults import Faults, parse_delay
+from .forkserver import serve_forked, serve_forks
 from .memory import SNAPSHOT_MODES
 from .sglang_flags import add_sglang_flags, bool_flag, drop_component_flags
 from .specs import MODELS, parse_size
@@ -79,6 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="list the built-in models",
         description="List the built-in models (tiny, seeded, built on CPU): each one's id, task, default size and steps.",
     )
+
+    forks = sub.add_parser(
+        "forkserver",
+        help="import the server's libraries once and fork each serve (the test suite's)",
+        description="Listen on SOCKET, import torch, transformers and diffusers once, and fork a child for each "
+        f"`serve` started with {FORKSERVER_ENV}=PID:SOCKET in its environment (see refserver/forkserver.py).",
+    )
+    forks.add_argument("--socket", required=True, metavar="SOCKET", help="the Unix socket to listen on")
 
     serve = sub.add_parser("serve", help="serve one built-in model over HTTP")
     serve.add_argument(
@@ -243,14 +254,19 @@ class _AccessLogFilter(logging.Filter):
         return not (isinstance(path, str) and path.startswith(self.prefixes))
 
 
-def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    spec = MODELS[args.model_path]
+def checked_warmups(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[dict[str, Any]]:
+    """``warmup_runs``, each checked as a request of the model (a usage error, exit 2, if one is not)."""
     runs = warmup_runs(args)
     for run in runs:
         try:
-            warmup_request(spec, run, seed=args.seed, num_gpus=args.num_gpus)
+            warmup_request(MODELS[args.model_path], run, seed=args.seed, num_gpus=args.num_gpus)
         except (TypeError, ValueError) as exc:
             parser.error(f"--warmup-sampling-params: {exc}")
+    return runs
+
+
+def serve(args: argparse.Namespace, runs: list[dict[str, Any]]) -> int:
+    spec = MODELS[args.model_path]
     threads = args.num_threads or int(os.environ.get(THREADS_ENV) or 1)
     for var in (
         "OMP_NUM_THREADS",
@@ -315,7 +331,8 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, fork: bool = True) -> int:
+    """The command line; ``serve`` runs as a fork server's child when its environment names one and ``fork``."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     _, unknown = drop_component_flags(extra)
@@ -325,4 +342,11 @@ def main(argv: list[str] | None = None) -> int:
         for spec in MODELS.values():
             print(f"{spec.name}\t{spec.task_type.value}\t{spec.width}x{spec.height}, {spec.steps} steps")
         return 0
-    return serve(args, parser)
+    if args.command == "forkserver":
+        return serve_forks(args.socket, lambda argv: main(argv, fork=False))
+    runs = checked_warmups(args, parser)
+    if fork:
+        code = serve_forked(sys.argv[1:] if argv is None else list(argv))
+        if code is not None:
+            exit_as(code)
+    return serve(args, runs)

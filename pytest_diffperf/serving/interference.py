@@ -1,7 +1,9 @@
 """Interference: the CPU time and the device memory that processes outside the run take while it measures.
 
 *Ours* is the run's process tree: its root (the xdist controller, else this pytest) and every
-descendant (xdist workers, the watchdogs, this run's servers and their children). Everything else
+descendant (xdist workers, the watchdogs, this run's servers and their children), and the tree of
+the reference server's fork server when the environment names one (the test suite's: the run's
+servers are its children). Everything else
 is outside: other runs' servers, other jobs, the kernel's own work. A :class:`Meter` takes two
 snapshots. Outside CPU time is the machine's busy time over the window (``psutil.cpu_times``:
 everything but idle, iowait and steal) less the tree's CPU time; a process's time is its own and
@@ -23,6 +25,7 @@ from typing import Literal, get_args
 
 import psutil
 
+from .. import protocol
 from .deviceusage import DeviceProbe, DeviceProcess
 from .process import ServerError
 
@@ -169,6 +172,9 @@ class Meter:
         busy = busy_seconds()
         cpu, parent, key_of = _processes()
         ours_pids = tree(self.root, parent)
+        forks = protocol.forkserver_in(os.environ)
+        if forks is not None and forks[0] in parent:  # the run's reference servers are its children
+            ours_pids |= tree(forks[0], parent)
         ours = frozenset(key_of[p] for p in ours_pids if p in key_of)
         return _Snapshot(time.monotonic(), busy, cpu, ours, self._holders(ours_pids))
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -26,9 +25,10 @@ from collections.abc import Sequence
 
 import psutil
 
+from .._util.lifecycle import become_subreaper, exit_as
+
 POLL_S = 0.2
 GRACE_S = 3.0
-PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 STOPPED_CODE = 128 + signal.SIGTERM  # stopped (signalled, or a watched process died)
 
@@ -45,13 +45,6 @@ class _Stop(Exception):
 
 def _on_signal(signum: int, _frame: object) -> None:
     raise _Stop(signum)
-
-
-def _become_subreaper() -> None:
-    """Orphaned descendants are reparented to this process (Linux), so that they are still found and killed."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _watched(pids: Sequence[int]) -> list[psutil.Process]:
@@ -111,7 +104,7 @@ def run(command: Sequence[str], watch: Sequence[int]) -> int | None:
     procs = _watched(watch)
     for sig in STOP_SIGNALS:
         signal.signal(sig, _on_signal)
-    _become_subreaper()
+    become_subreaper()
     child: subprocess.Popen[bytes] | None = None
     try:
         if len(procs) < len(watch):
@@ -145,11 +138,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     code = run(command, args.watch or [os.getppid()])
     if code is None:
         sys.exit(STOPPED_CODE)
-    if code < 0:
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
-            signal.signal(-code, signal.SIG_DFL)
-        os.kill(os.getpid(), -code)  # killed by a signal: end the same way, so that the parent sees which
-    sys.exit(code)
+    exit_as(code)  # killed by a signal: end the same way, so that the parent sees which
 
 
 if __name__ == "__main__":

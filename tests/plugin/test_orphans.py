@@ -17,10 +17,19 @@ import uuid
 import psutil
 import pytest
 
+from pytest_diffperf.protocol import FORKSERVER_ENV
 from tests.support.signals import python_with_default_signals
 from tests.support.suite import GENEROUS, kill_trees, tiny_case
 
 pytestmark = pytest.mark.server
+
+
+@pytest.fixture(autouse=True)
+def servers_started_as_users_runs_start_them(monkeypatch):
+    """The process tree under test is the one users' runs have: no server forked from the suite's fork server
+    (whose forks' own orphan handling is tested in tests/refserver/test_forkserver.py)."""
+    monkeypatch.delenv(FORKSERVER_ENV, raising=False)
+
 
 MARKER_VAR = "DIFFPERF_ORPHAN_TEST"
 LOAD_DELAY_MS = 60000  # the load lasts long enough to be interrupted

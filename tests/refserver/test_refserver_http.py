@@ -38,8 +38,8 @@ def test_load_marker_printed_once_after_spawn(flux):
 
 
 def test_default_bind_is_loopback_only(flux):
-    listening = [c for c in psutil.Process(flux.proc.pid).net_connections(kind="inet") if c.status == "LISTEN"]
-    assert [(c.laddr.ip, c.laddr.port) for c in listening] == [("127.0.0.1", flux.port)]
+    listening = [c for c in psutil.net_connections(kind="inet") if c.status == "LISTEN" and c.laddr.port == flux.port]
+    assert [c.laddr.ip for c in listening] == ["127.0.0.1"]  # whichever process serves (a forked one too)
 
 
 def test_models_lists_only_the_served_model_card(flux):

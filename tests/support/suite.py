@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable, Iterable
 
 import psutil
+
+from pytest_diffperf.protocol import forkserver_in
 
 TOLERANCES = {
     "pr_test": {"e2e": 2.0, "denoise_stage": 2.0, "non_denoise_stage": 4.0, "denoise_step": 4.0, "denoise_agg": 4.0},
@@ -46,11 +49,13 @@ def tiny_case(case_id: str, serve_args: str = "", **changes) -> dict:
 
 def refservers() -> list[psutil.Process]:
     """Reference servers started by this test process that still run (there must be none after a run);
-    the servers that tests start themselves (``tests.support.refserver``, shared ones too) left out."""
+    the servers that tests start themselves (``tests.support.refserver``, shared ones too) left out, and the
+    fork server's tree (a forked server's ``serve`` stand-in is found instead, and lives as long as it)."""
     from tests.support.refserver import FIXTURE_PIDS
 
-    own = set(FIXTURE_PIDS)
-    for pid in FIXTURE_PIDS:
+    forks = forkserver_in(os.environ)  # the fork server and its children: each server's stand-in is the run's
+    own = set(FIXTURE_PIDS) | ({forks[0]} if forks else set())
+    for pid in own.copy():
         with contextlib.suppress(psutil.Error):
             own |= {child.pid for child in psutil.Process(pid).children(recursive=True)}
     found = []
