@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -82,15 +81,16 @@ MISTAKES = [
 @pytest.mark.parametrize(
     ("extra", "expected"), MISTAKES, ids=[m[1].split(":")[0] + f"-{i}" for i, m in enumerate(MISTAKES)]
 )
-def test_mistakes_are_one_line_without_traceback_and_leave_nothing(pytester, suite, extra, expected):
+def test_mistakes_are_one_line_without_traceback_and_leave_nothing(pytester, suite, extra, expected, monkeypatch):
     args = suite([tiny_case("a")], {"a": GENEROUS})
-    before = set(Path(tempfile.gettempdir()).glob("diffperf-*"))
+    temp = pytester.mkdir("temp")  # the run's temp folder, which other workers' runs do not touch
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     result = pytester.runpytest(*args, *extra)
     err = result.stderr.str()
     assert result.ret == 4, err
     assert expected.format(dir=pytester.path) in err, err
     assert "Traceback" not in err and err.count("ERROR: diffperf:") == 1
-    assert not set(Path(tempfile.gettempdir()).glob("diffperf-*")) - before  # no work folder left behind
+    assert not list(temp.glob("diffperf-*"))  # no work folder left behind
 
 
 def test_a_quiet_wait_of_zero_means_do_not_wait(pytester, suite):

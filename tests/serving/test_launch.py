@@ -71,8 +71,10 @@ def test_no_free_port_pair_is_a_clear_error():
             taken.bind(("127.0.0.1", 0))
             port = taken.getsockname()[1]
             with socket.socket() as below:
-                if below.connect_ex(("127.0.0.1", port - 1)) == 0:
-                    continue  # port - 1 is in use: try another
+                try:
+                    below.bind(("127.0.0.1", port - 1))
+                except OSError:
+                    continue  # port - 1 is in use (listening, or a connection's local port): try another
             with pytest.raises(ServerError, match=r"no free pair of ports \(port, port \+ 1\)"):
                 server_ports(ports=range(port - 1, port + 1))  # port - 1 needs port, which is taken
             return

@@ -25,8 +25,10 @@ SWITCH_ENV = "DIFFPERF_TEST_FORKSERVER"  # "off": every server imports its libra
 
 def available() -> bool:
     """The reference server can run here (its extra installed) and fork (Linux), and the switch is not off."""
-    return os.environ.get(SWITCH_ENV, "on") != "off" and sys.platform.startswith("linux") and all(
-        importlib.util.find_spec(name) is not None for name in ("torch", "diffusers", "uvicorn")
+    return (
+        os.environ.get(SWITCH_ENV, "on") != "off"
+        and sys.platform.startswith("linux")
+        and all(importlib.util.find_spec(name) is not None for name in ("torch", "diffusers", "uvicorn"))
     )
 
 
