@@ -269,7 +269,7 @@ class ForkServer:
         try:
             _send(conn, {"pid": pid})
         except OSError:
-            self._stand_in_gone(pid)
+            self._drop(pid)
 
     def _child(self, request: dict[str, Any], fds: list[int], conn: socket.socket) -> NoReturn:
         code = 1
@@ -280,6 +280,8 @@ class ForkServer:
             die_with_parent(self.pid)
             for target, fd in zip(STREAMS, fds, strict=True):
                 os.dup2(fd, target)
+            for fd in fds:
+                os.close(fd)
             for name, fd in (("stdout", 1), ("stderr", 2)):
                 stream = open(fd, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
                 setattr(sys, name, stream)
@@ -318,9 +320,20 @@ class ForkServer:
         conn = self.children.get(pid)
         if conn is None:
             return
-        with contextlib.suppress(OSError):
+        try:
             if conn.recv(MESSAGE_BYTES, socket.MSG_DONTWAIT):
                 return  # a stand-in sends nothing after its request: ignored
+        except BlockingIOError:
+            return  # nothing to read: it is still there
+        except OSError:
+            pass  # reset: gone
+        self._drop(pid)
+
+    def _drop(self, pid: int) -> None:
+        """The child ``pid`` has no stand-in any more: close the connection, kill the child."""
+        conn = self.children.get(pid)
+        if conn is None:
+            return
         self.selector.unregister(conn)
         conn.close()
         self.children[pid] = None
