@@ -3,8 +3,8 @@
 *Ours* is the run's process tree: its root (the xdist controller, else this pytest) and every
 descendant (xdist workers, the watchdogs, this run's servers and their children), and the tree of
 the reference server's fork server when the environment names one (the test suite's: the run's
-servers are its children). Everything else
-is outside: other runs' servers, other jobs, the kernel's own work. A :class:`Meter` takes two
+servers are its children). Everything else is outside: other runs' servers, other jobs, the
+kernel's own work. A :class:`Meter` takes two
 snapshots. Outside CPU time is the machine's busy time over the window (``psutil.cpu_times``:
 everything but idle, iowait and steal) less the tree's CPU time; a process's time is its own and
 its reaped children's, so a server stopped within the window is still counted as ours. The
