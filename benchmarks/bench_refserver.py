@@ -83,6 +83,17 @@ def _one_request(url: str, model: str, body: dict[str, Any]) -> tuple[str, float
     return resp.json()["id"], time.perf_counter() - t0
 
 
+def _wait_healthy(url: str) -> None:
+    """Poll ``/health`` until it answers 200 (not listening yet counts as not ready)."""
+    while True:
+        try:
+            if requests.get(url + HEALTH_PATH, timeout=5).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.02)
+
+
 def bench_model(model: str, repeats: int, threads: int) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-refserver-"))
     port = free_port()
@@ -106,8 +117,7 @@ def bench_model(model: str, repeats: int, threads: int) -> dict[str, Any]:
                 break
         if marker_ns is None:
             raise RuntimeError(f"{model}: server exited before the load marker")
-        while requests.get(url + HEALTH_PATH, timeout=5).status_code != 200:
-            time.sleep(0.05)
+        _wait_healthy(url)
         ready_ns = time.monotonic_ns()
         body = WORKLOADS[model]
         ids, wall = [], []
@@ -159,13 +169,7 @@ def _start(env: dict[str, str]) -> tuple[float, float]:
         server = next((int(m.group(1)) for line in proc.stdout if (m := SERVING.search(line))), None)
         if server is None:
             raise RuntimeError("the server exited before it said it was serving")
-        while True:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}{HEALTH_PATH}", timeout=5).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.02)
+        _wait_healthy(f"http://127.0.0.1:{port}")
         ready = time.perf_counter() - t0
         cpu = sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in {proc.pid, server})
     finally:

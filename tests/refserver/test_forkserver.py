@@ -20,7 +20,7 @@ from pytest_diffperf.protocol import FORKSERVER_ENV, forkserver_in
 from pytest_diffperf.refserver.forkserver import difference, identity
 from pytest_diffperf.serving.interference import Meter
 from tests.support.forks import ForkServer
-from tests.support.refserver import SMALL_IMAGE, Server, Servers
+from tests.support.refserver import SMALL_IMAGE, Server
 
 SERVE = [sys.executable, "-m", "pytest_diffperf.refserver", "serve"]
 SERVING = re.compile(r"\[refserver\] serving \S+ at \S+ \(pid (\d+),")
@@ -34,17 +34,10 @@ def fork_server():
 
 
 @pytest.fixture
-def servers(tmp_path_factory):
-    started = Servers(lambda: tmp_path_factory.mktemp("forks"))
-    yield started
-    started.stop()
-
-
-@pytest.fixture
-def forked(fork_server, servers, monkeypatch):
+def forked(fork_server, start_server, monkeypatch):
     """``forked(model, *args, wait=True)``: a reference server started with the module's fork server named."""
     monkeypatch.setenv(FORKSERVER_ENV, fork_server.address)
-    return servers.start
+    return start_server
 
 
 def serving_pid(server: Server) -> int:
@@ -96,11 +89,11 @@ def test_a_forked_server_dies_with_its_stand_in(forked):
 
 
 @pytest.mark.server
-def test_forked_servers_die_with_the_fork_server_and_their_stand_ins_say_so(servers, monkeypatch):
+def test_forked_servers_die_with_the_fork_server_and_their_stand_ins_say_so(start_server, monkeypatch):
     forks = ForkServer()
     try:
         monkeypatch.setenv(FORKSERVER_ENV, forks.address)
-        server = servers.start("tiny/flux-t2i")
+        server = start_server("tiny/flux-t2i")
         child = psutil.Process(serving_pid(server))
         forks.proc.kill()
         assert server.wait_exit(30) == 1
