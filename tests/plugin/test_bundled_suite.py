@@ -80,9 +80,9 @@ def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(ba
     """
     baselines = json.loads(baseline.read_text())["scenarios"]
     cases = json.loads((REPO / "data/cases.json").read_text())
+    delays = {case["id"]: baselines[case["id"]]["expected_e2e_ms"] for case in cases["cases"]}
     for case in cases["cases"]:
-        delay = baselines[case["id"]]["expected_e2e_ms"]
-        case["frameworks"]["reference"]["serve_args"] += f" --inject-delay DenoisingStage={delay}"
+        case["frameworks"]["reference"]["serve_args"] += f" --inject-delay DenoisingStage={delays[case['id']]}"
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     results = tmp_path / "results.json"
     proc = pytest_at_root(
@@ -103,11 +103,15 @@ def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(ba
         assert s["noise"]["attempts"] == 2  # a failure is confirmed on a fresh server before it is reported
         attribution = s["noise"]["attribution"]
         if attribution is not None:  # e2e failed: the stages that explain it are named
-            assert attribution["named"][0] == "DenoisingStage", (sid, s["message"])
+            # Named, not necessarily first: on a busy runner the CPU-bound stages slow too, and wan's
+            # decoding (92 % of its e2e) once changed by more ms than the sleep (CI at de8f654).
+            assert "DenoisingStage" in attribution["named"], (sid, s["message"])
+            denoising = next(st for st in attribution["stages"] if st["stage"] == "DenoisingStage")
+            assert denoising["delta_ms"] > delays[sid] / 2, (sid, s["message"])  # the sleep, found in its stage
             assert "against the stored baseline: e2e +" in s["message"] and "DenoisingStage +" in s["message"]
         else:  # e2e inconclusive (a short stage slowed inside a long e2e): the stage's own check failed
             failing = [c["name"] for c in s["noise"]["checks"] if c["verdict"] == "fail"]
-            assert failing == ["stage[DenoisingStage]"], (sid, s["message"])
+            assert "stage[DenoisingStage]" in failing, (sid, s["message"])
 
 
 def test_the_readmes_a_b_example_names_the_stage(tmp_path):
