@@ -269,8 +269,9 @@ class ServerProcess:
         start = beat.started
         while True:
             self.check_alive("while starting")
-            try:
-                if requests.get(self.base_url + protocol.HEALTH_PATH, timeout=5).status_code == 200:
+            polled = time.monotonic()
+            try:  # a port that listens but does not answer yet (still loading, or not ours) waits one poll, not more
+                if requests.get(self.base_url + protocol.HEALTH_PATH, timeout=HEALTH_POLL_S).status_code == 200:
                     self.ready_s = (time.monotonic_ns() - self._spawn_ns) / 1e9
                     return
             except requests.RequestException:
@@ -280,7 +281,7 @@ class ServerProcess:
                 self.ended = self.ended or f"timeout: not ready after {timeout:.0f} s"
                 raise ServerError(f"not ready after {timeout:.0f} s (--diffperf-startup-timeout)", self.snapshot())
             beat.tick()
-            time.sleep(max(0.0, min(HEALTH_POLL_S, beat.due - now, start + timeout - now) + 0.01))
+            time.sleep(max(0.0, min(polled + HEALTH_POLL_S, beat.due, start + timeout) - now) + 0.01)
 
     def heartbeat(self, what: str, progress: Progress | None = None, every: float | None = None) -> Heartbeat:
         """Progress lines for ``what`` (``loading``, ``request 2``) on this server, with its log's last line."""

@@ -184,11 +184,11 @@ def test_sigterm_ends_the_run_as_ctrl_c_does_and_the_finished_scenarios_are_writ
     [
         ("--inject-fail-startup", "errors", "exited with code"),
         ("--inject-crash-on-request 1", "failed", "exited with code"),
-        ("--inject-hang-on-request 1", "failed", "did not answer request 1 within 8 s"),
+        ("--inject-hang-on-request 1", "failed", "did not answer request 1 within 3 s"),
     ],
 )
 def test_broken_server_fails_its_test_with_log_tail_and_next_group_runs(pytester, suite, flags, outcome, expected):
-    cases = [tiny_case("broken", flags, timeout_s=8), tiny_case("healthy", num_inference_steps=3)]
+    cases = [tiny_case("broken", flags, timeout_s=3), tiny_case("healthy", num_inference_steps=3)]
     args = suite(cases, {"broken": GENEROUS, "healthy": GENEROUS})
     result = pytester.runpytest(*args, "--diffperf-startup-timeout=120")
     result.assert_outcomes(passed=1, **{outcome: 1})
