@@ -2,7 +2,9 @@
 
 ``pretrained`` is an open_clip tag (looked up in the local Hugging Face / open_clip caches only),
 a local ``.bin``/``.safetensors``/``.pt``/``.pth`` file, or ``none`` (seeded random init, for
-offline tests). Nothing is ever downloaded; ``HF_HUB_OFFLINE=1`` is set unless already set.
+offline tests). Nothing is ever downloaded: open_clip is imported with ``HF_HUB_OFFLINE=1`` unless it is
+set, and the environment is then put back as it was (open_clip's import also sets
+``TOKENIZERS_PARALLELISM``), since the servers the plugin starts later inherit it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._util.atomicfile import write_atomic
@@ -55,7 +58,7 @@ class Embedder:
     """One loaded CLIP model: embeds a batch of uint8 RGB frames to L2-normalised vectors."""
 
     def __init__(self, model_name: str, weights: Weights):
-        import open_clip
+        open_clip = _open_clip()
         import torch
         from open_clip.transform import PreprocessCfg, image_transform_v2
 
@@ -111,9 +114,7 @@ def get_embedder(model_name: str, pretrained: str) -> Embedder:
 
 def resolve_weights(model_name: str, pretrained: str) -> Weights:
     """Check the model name and find its weights locally; one DiffperfError saying what to do."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import open_clip
-
+    open_clip = _open_clip()
     _register_tiny(open_clip)
     if open_clip.get_model_config(model_name) is None:
         known = open_clip.list_models()
@@ -152,6 +153,21 @@ def resolve_weights(model_name: str, pretrained: str) -> Weights:
         )
     preprocess = tuple((k, cfg[k]) for k in _PREPROCESS_KEYS if k in cfg)
     return Weights(str(found), f"tag:{pretrained.lower()}", bool(cfg.get("quick_gelu")), preprocess)
+
+
+def _open_clip() -> ModuleType:
+    """open_clip, imported offline, with ``os.environ`` (which servers started later inherit) left as it was."""
+    saved = dict(os.environ)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # huggingface_hub reads it when it is imported
+    try:
+        import open_clip
+    finally:
+        for key in {*saved, *os.environ}:
+            if key not in saved:
+                del os.environ[key]
+            elif os.environ.get(key) != saved[key]:
+                os.environ[key] = saved[key]
+    return open_clip
 
 
 def _cached_candidates(cfg: dict[str, Any]) -> list[tuple[str, Path | None]]:

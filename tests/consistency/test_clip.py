@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -133,3 +136,22 @@ def test_the_tiny_architecture_is_registered_without_leaving_a_file(tmp_path, mo
     assert list(tmp_path.iterdir()) == []  # the config file's private folder is gone
     open_clip.add_model_config(tmp_path / "missing")  # a later rescan keeps it
     assert open_clip.get_model_config(TINY_MODEL) is not None
+
+
+def test_importing_open_clip_leaves_the_environment_servers_inherit_as_it_was():
+    """open_clip's import sets TOKENIZERS_PARALLELISM, and HF_HUB_OFFLINE is set for it: neither stays in
+    ``os.environ``, which every server the plugin starts later inherits (and the test suite's fork server
+    compares), while huggingface_hub keeps working offline. A fresh interpreter: this one may have open_clip."""
+    script = (
+        "import os, sys\n"
+        "from pytest_diffperf.consistency import clip\n"
+        "before = dict(os.environ)\n"
+        "clip.resolve_weights(clip.TINY_MODEL, 'none')\n"
+        "import huggingface_hub.constants as hub\n"
+        "assert 'open_clip' in sys.modules and hub.HF_HUB_OFFLINE\n"
+        "print(sorted(k for k in {*before, *os.environ} if before.get(k) != os.environ.get(k)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM")}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
