@@ -9,6 +9,8 @@ At the repo root (the reference server on this machine, ``data/cases.json``):
 3. ``2x slowdown``: the same without them, each case's candidate sleeping its baseline e2e in DenoisingStage;
 4. optionally (``--control``) no change without burners.
 
+Outputs are not compared (``DIFFPERF_SKIP_CONSISTENCY=1``): what is measured is how speed is judged.
+
 Each phase reports its exit code, outcomes, and per scenario the verdict, the busiest window's outside CPU
 share, the interference effect, and the load average; ``--json`` keeps it all.
 
@@ -38,7 +40,8 @@ BURN = "import time\nend = time.monotonic() + 7200\nwhile time.monotonic() < end
 def pytest_at_root(*args: str) -> tuple[int, float]:
     started = time.monotonic()
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
-    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    env = {**os.environ, "DIFFPERF_SKIP_CONSISTENCY": "1"}
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
     tail = proc.stdout.strip().splitlines()[-3:] + (proc.stderr.strip().splitlines()[-3:] if proc.returncode else [])
     print("   ", "\n    ".join(tail), flush=True)
     return proc.returncode, time.monotonic() - started

@@ -10,6 +10,7 @@ is re-measured on fresh servers.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +20,16 @@ import pytest
 pytestmark = pytest.mark.server  # starts server processes
 
 REPO = Path(__file__).resolve().parents[2]
+# Runs that judge speed alone: the outputs are compared once, by the pr_test no-change run (the README's
+# main job as it is), and comparing them again costs each run seconds of open_clip and torch imports.
+PERF_ONLY = {"DIFFPERF_SKIP_CONSISTENCY": "1"}
 
 
-def pytest_at_root(*args: str) -> subprocess.CompletedProcess[str]:
-    """``pytest ARGS`` at the repository root, as a user types it."""
+def pytest_at_root(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``pytest ARGS`` at the repository root, as a user types it (``env``: variables added)."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1500)
+    environ = {**os.environ, **(env or {})}
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1500, env=environ)
 
 
 def scenarios(path: Path) -> dict[str, dict]:
@@ -38,7 +43,7 @@ def baseline(tmp_path_factory) -> Path:
     before = bundled.read_bytes()
     path = tmp_path_factory.mktemp("baseline") / "cpu.json"
     path.write_bytes(before)
-    proc = pytest_at_root("--regen-baselines", f"--diffperf-baselines={path}")
+    proc = pytest_at_root("--regen-baselines", f"--diffperf-baselines={path}", env=PERF_ONLY)
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert bundled.read_bytes() == before
     regenerated = json.loads(path.read_text())["scenarios"]
@@ -56,6 +61,7 @@ def test_no_change_never_fails_the_performance_checks(profile, baseline, tmp_pat
         f"--diffperf-json={results}",
         "--diffperf-quiet-wait=10",  # busy beside the other tests: inconclusive (machine busy) soon, not after 120 s
         "--diffperf-remeasure=2",  # an inconclusive one measured again once (the default 3: bench_machine_local)
+        env=None if profile == "pr_test" else PERF_ONLY,
     )
     done = scenarios(results)
     assert len(done) == 7, proc.stdout[-5000:]
@@ -75,8 +81,9 @@ def test_no_change_never_fails_the_performance_checks(profile, baseline, tmp_pat
 def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(baseline, tmp_path):
     """Each scenario's candidate sleeps its baseline e2e inside DenoisingStage (e2e about 2x).
 
-    Against a stored baseline one scenario fails a 2x slowdown 90-99 % of the time on this class of
-    machine (inconclusive otherwise, never pass: docs/benchmarks.md); the suite of seven fails.
+    Each is judged on one server: DenoisingStage then takes 2-15x its stored time, past its limit by
+    more than one server's noise, while e2e may be judged by point value. Never a pass; the suite of
+    seven fails. (A fail confirmed on fresh servers: test_static_noise_e2e's tripled e2e.)
     """
     baselines = json.loads(baseline.read_text())["scenarios"]
     cases = json.loads((REPO / "data/cases.json").read_text())
@@ -91,7 +98,9 @@ def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(ba
         f"--diffperf-cases={tmp_path / 'cases.json'}",
         f"--diffperf-json={results}",
         "--diffperf-busy-share=off",  # the machine is shared with other jobs (benchmarks/bench_interference.py)
-        "--diffperf-remeasure=2",  # one confirmation on a fresh server (the default 3: bench_machine_local)
+        # Reported on its first server: confirming a fail on fresh servers is test_static_noise_e2e's tripled test
+        "--diffperf-remeasure=1",
+        env=PERF_ONLY,
     )
     assert proc.returncode == 1, proc.stdout[-5000:]
     done = scenarios(results)
@@ -100,7 +109,7 @@ def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(ba
     failed = {sid: s for sid, s in done.items() if s["verdict"] == "fail"}
     assert failed, proc.stdout[-5000:]
     for sid, s in failed.items():
-        assert s["noise"]["attempts"] == 2  # a failure is confirmed on a fresh server before it is reported
+        assert s["noise"]["attempts"] == 1
         attribution = s["noise"]["attribution"]
         if attribution is not None:  # e2e failed: the stages that explain it are named
             # Named, not necessarily first: on a busy runner the CPU-bound stages slow too, and wan's
