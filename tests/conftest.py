@@ -26,12 +26,29 @@ else:
 
 
 FORK_SERVER = pytest.StashKey[forks.ForkServer]()
+# The files that take longest (docs/benchmarks.md, the full suite's slowest tests), collected first: xdist's
+# --dist loadfile hands files out in collection order (reordering by test count is turned off below), so a
+# long file never starts near the end while the other worker runs out of work.
+LONGEST_FIRST = (
+    "tests/plugin/test_bundled_suite.py",
+    "tests/test_benchmarks.py",
+    "tests/plugin/test_orphans.py",
+    "tests/commands/test_bisect_e2e.py",
+    "tests/plugin/test_bundled_ci.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's: order files by their number of tests
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Load the plugin's modules before the first pytester test (it would drop and reload them each time);
-    a run that selects none (a unit-test file) skips the ~3 s this costs. Start the fork server of reference
-    servers when a server test is selected."""
+    """Collect the longest files first. Load the plugin's modules before the first pytester test (it would drop
+    and reload them each time); a run that selects none (a unit-test file) skips the ~3 s this costs. Start the
+    fork server of reference servers when a server test is selected."""
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
     if any("pytester" in getattr(item, "fixturenames", ()) for item in items):
         preload()
     if any(item.get_closest_marker("server") for item in items) and forks.available():
