@@ -138,6 +138,7 @@ def test_the_tiny_architecture_is_registered_without_leaving_a_file(tmp_path, mo
     assert open_clip.get_model_config(TINY_MODEL) is not None
 
 
+@pytest.mark.server  # a fresh interpreter importing torch and open_clip: seconds
 def test_importing_open_clip_leaves_the_environment_servers_inherit_as_it_was():
     """open_clip's import sets TOKENIZERS_PARALLELISM, and HF_HUB_OFFLINE is set for it: neither stays in
     ``os.environ``, which every server the plugin starts later inherits (and the test suite's fork server
