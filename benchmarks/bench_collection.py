@@ -55,6 +55,32 @@ def run(
     return wall, outcome
 
 
+Target = tuple[str, Path | None, str]  # (interpreter, PYTHONPATH tree or None, the bare run's interpreter)
+
+
+def measure(
+    folder: Path, targets: dict[str, Target], repeats: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, object]]:
+    """Bare ``pytest --co`` times per interpreter, the plugin's collection times and heavy imports per target,
+    in ``folder`` (a copy of the H100 baselines out of the repo: its tests' conftest stays out)."""
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    baselines = shutil.copytree(H100, folder / "perf_baselines")
+    plugin = ["--co", "-q", "-p", "no:cacheprovider", "--diffperf=pr_test", f"--diffperf-baselines={baselines}"]
+    plugin += ["--diffperf-hardware=h100", "--diffperf-server=sglang"]
+    bare = ["--co", "-q", "-p", "no:cacheprovider", "-p", "no:diffperf"]
+    times: dict[str, list[float]] = {name: [] for name in targets}
+    bare_times: dict[str, list[float]] = {python: [] for _, _, python in targets.values()}
+    heavy: dict[str, object] = {}
+    for _ in range(repeats):
+        for python, walls in bare_times.items():
+            walls.append(run(python, None, folder, bare, ok=(5,))[0])  # 5: no tests in the empty folder
+        for name, (python, tree, _) in targets.items():
+            wall, outcome = run(python, tree, folder, plugin)
+            times[name].append(wall)
+            heavy[name] = outcome["heavy"]
+    return bare_times, times, heavy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
@@ -74,25 +100,10 @@ def main() -> None:
     pythons = dict(t.split("=", 1) for t in args.python)
     if not trees and not pythons:
         trees = {"this checkout": str(REPO)}
-    # name -> (interpreter, PYTHONPATH tree or None, the bare run it is measured against)
-    targets = {name: (sys.executable, Path(tree), sys.executable) for name, tree in trees.items()}
+    targets: dict[str, Target] = {name: (sys.executable, Path(tree), sys.executable) for name, tree in trees.items()}
     targets |= {name: (python, None, python) for name, python in pythons.items()}
-    folder = Path(tempfile.mkdtemp(prefix="bench-collection-"))
-    (folder / "pytest.ini").write_text("[pytest]\n")
-    baselines = shutil.copytree(H100, folder / "perf_baselines")  # out of the repo: its tests' conftest stays out
-    plugin = ["--co", "-q", "-p", "no:cacheprovider", "--diffperf=pr_test", f"--diffperf-baselines={baselines}"]
-    plugin += ["--diffperf-hardware=h100", "--diffperf-server=sglang"]
-    bare = ["--co", "-q", "-p", "no:cacheprovider", "-p", "no:diffperf"]
-    times: dict[str, list[float]] = {name: [] for name in targets}
-    bare_times: dict[str, list[float]] = {python: [] for _, _, python in targets.values()}
-    heavy: dict[str, object] = {}
-    for _ in range(args.repeats):
-        for python, walls in bare_times.items():
-            walls.append(run(python, None, folder, bare, ok=(5,))[0])  # 5: no tests in the empty folder
-        for name, (python, tree, _) in targets.items():
-            wall, outcome = run(python, tree, folder, plugin)
-            times[name].append(wall)
-            heavy[name] = outcome["heavy"]
+    with tempfile.TemporaryDirectory(prefix="bench-collection-") as tmp:
+        bare_times, times, heavy = measure(Path(tmp), targets, args.repeats)
     for python, walls in bare_times.items():
         print(
             f"bare pytest --co ({python}): median {statistics.median(walls):.3f} s "

@@ -125,16 +125,12 @@ def bench_model(model: str, repeats: int, threads: int) -> dict[str, Any]:
             request_id, seconds = _one_request(url, model, body)
             ids.append(request_id)
             wall.append(seconds * 1000)
+        lines = (workdir / PERF_LOG_FILE).read_text().splitlines()
     finally:
         proc.kill()
         proc.wait()
-    records = {
-        r.request_id: r
-        for r in map(
-            PerfRecord.model_validate_json,
-            (workdir / PERF_LOG_FILE).read_text().splitlines(),
-        )
-    }
+        shutil.rmtree(workdir, ignore_errors=True)
+    records = {r.request_id: r for r in map(PerfRecord.model_validate_json, lines)}
     recs = [records[i] for i in ids]
     return {
         "model": model,
