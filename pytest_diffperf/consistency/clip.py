@@ -14,7 +14,6 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._util.atomicfile import write_atomic
@@ -155,7 +154,7 @@ def resolve_weights(model_name: str, pretrained: str) -> Weights:
     return Weights(str(found), f"tag:{pretrained.lower()}", bool(cfg.get("quick_gelu")), preprocess)
 
 
-def _open_clip() -> ModuleType:
+def _open_clip() -> Any:
     """open_clip, imported offline, with ``os.environ`` (which servers started later inherit) left as it was."""
     saved = dict(os.environ)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # huggingface_hub reads it when it is imported
