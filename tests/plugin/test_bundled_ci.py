@@ -2,8 +2,9 @@
 
 Tolerances are widened through SGLang's environment overrides, outputs are not compared, and nothing
 is re-measured on fresh servers: these tests compare where and how scenarios ran, not how fast or
-what they made (the machine is shared and two servers share two cores). A scenario passes, or is inconclusive where the run's noise cannot
-support a pass (the load time, which no environment override widens).
+what they made (the machine is shared and two servers share two cores). A scenario passes, or is
+inconclusive where the run's noise cannot support a pass (the load time, which no environment
+override widens).
 """
 
 from __future__ import annotations
