@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -27,10 +26,9 @@ else:
 
 
 FORK_SERVER = pytest.StashKey[forks.ForkServer]()
-# The files that take longest (docs/benchmarks.md, the full suite's slowest tests) are collected first, then
-# the others by their number of tests, as pytest-xdist orders them itself (turned off below, since it would
-# put these five late): --dist loadfile hands files out in collection order, so a long file never starts
-# near the end while the other worker runs out of work.
+# The files that take longest (docs/benchmarks.md, the full suite's slowest tests), collected first: xdist's
+# --dist loadfile hands files out in collection order (reordering by test count is turned off below), so a
+# long file never starts near the end while the other worker runs out of work.
 LONGEST_FIRST = (
     "tests/plugin/test_bundled_suite.py",
     "tests/test_benchmarks.py",
@@ -49,10 +47,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Collect the longest files first. Load the plugin's modules before the first pytester test (it would drop
     and reload them each time); a run that selects none (a unit-test file) skips the ~3 s this costs. Start the
     fork server of reference servers when a server test is selected."""
-    files = [item.nodeid.split("::", 1)[0] for item in items]
-    rank, count = {path: i for i, path in enumerate(LONGEST_FIRST)}, Counter(files)
-    order = {id(item): (rank.get(path, len(rank)), -count[path]) for item, path in zip(items, files, strict=True)}
-    items.sort(key=lambda item: order[id(item)])
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
     if any("pytester" in getattr(item, "fixturenames", ()) for item in items):
         preload()
     if any(item.get_closest_marker("server") for item in items) and forks.available():
