@@ -22,6 +22,7 @@ from pytest_diffperf.cli import main
 from pytest_diffperf.sharding.devices import WORKER_PORTS
 from tests.support.cli import diffperf
 from tests.support.paths import REPO
+from tests.support.suite import SKIP_OUTPUTS
 
 pytestmark = pytest.mark.server  # starts server processes
 
@@ -35,7 +36,6 @@ WIDE = dict.fromkeys(
     ),
     "100",
 )
-SKIP_OUTPUTS = {"DIFFPERF_SKIP_CONSISTENCY": "1"}  # where, not what: outputs are compared by test_bundled_suite
 GROUPS = {
     "flux_tiny_t2i": "flux",
     "flux_tiny_t2i_8steps": "flux",
@@ -61,7 +61,7 @@ def bundled(json_path: Path, *flags: str, env: dict[str, str] | None = None) -> 
         "-v",
         *flags,
     ]
-    environ = {**os.environ, **WIDE, **SKIP_OUTPUTS, **(env or {})}
+    environ = {**os.environ, **WIDE, **SKIP_OUTPUTS, **(env or {})}  # where, not what: test_bundled_suite compares
     return subprocess.Popen(command, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

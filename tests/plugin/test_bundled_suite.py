@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.suite import SKIP_OUTPUTS
+
 pytestmark = pytest.mark.server  # starts server processes
 
 REPO = Path(__file__).resolve().parents[2]
-# Runs that judge speed alone: the outputs are compared once, by the pr_test no-change run (the README's
-# main job as it is), and comparing them again costs each run seconds of open_clip and torch imports.
-PERF_ONLY = {"DIFFPERF_SKIP_CONSISTENCY": "1"}
+# Runs that judge speed alone (SKIP_OUTPUTS): the outputs are compared once, by the pr_test no-change run
+# (the README's main job as it is), and comparing them again costs each run seconds of open_clip and torch imports.
 
 
 def pytest_at_root(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,7 +44,7 @@ def baseline(tmp_path_factory) -> Path:
     before = bundled.read_bytes()
     path = tmp_path_factory.mktemp("baseline") / "cpu.json"
     path.write_bytes(before)
-    proc = pytest_at_root("--regen-baselines", f"--diffperf-baselines={path}", env=PERF_ONLY)
+    proc = pytest_at_root("--regen-baselines", f"--diffperf-baselines={path}", env=SKIP_OUTPUTS)
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert bundled.read_bytes() == before
     regenerated = json.loads(path.read_text())["scenarios"]
@@ -61,7 +62,7 @@ def test_no_change_never_fails_the_performance_checks(profile, baseline, tmp_pat
         f"--diffperf-json={results}",
         "--diffperf-quiet-wait=10",  # busy beside the other tests: inconclusive (machine busy) soon, not after 120 s
         "--diffperf-remeasure=2",  # an inconclusive one measured again once (the default 3: bench_machine_local)
-        env=None if profile == "pr_test" else PERF_ONLY,
+        env=None if profile == "pr_test" else SKIP_OUTPUTS,
     )
     done = scenarios(results)
     assert len(done) == 7, proc.stdout[-5000:]
@@ -100,7 +101,7 @@ def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(ba
         "--diffperf-busy-share=off",  # the machine is shared with other jobs (benchmarks/bench_interference.py)
         # Reported on its first server: confirming a fail on fresh servers is test_static_noise_e2e's tripled test
         "--diffperf-remeasure=1",
-        env=PERF_ONLY,
+        env=SKIP_OUTPUTS,
     )
     assert proc.returncode == 1, proc.stdout[-5000:]
     done = scenarios(results)
