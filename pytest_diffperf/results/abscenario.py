@@ -83,9 +83,11 @@ class GroupAB:
     pairs (each scenario its own orders, :func:`design_for`); after it, each scenario's own stop rule
     (``verdicts.abstats.Sequential``) decides whether it needs pair ``i + 1``, so each scenario sees
     the same consecutive fresh process pairs it would see alone. The pairs start in the group's
-    start order (the design seeded by ``key``); ``prestart`` pairs may be started ahead of the
-    one measuring: while it measures when the slots have devices of their own (``separate``), else
-    together with it, all of them ready before any measures. :meth:`judge` drives the pairs until
+    start order (the design seeded by ``key``); up to ``prestart`` pairs may be started ahead of the
+    one measuring, as many as its open scenarios are projected to need
+    (:func:`~pytest_diffperf.verdicts.abstats.projected_pairs`; the minimum before their first look): while it
+    measures when the slots have devices of their own (``separate``), else together with it, all of them ready
+    before any measures. :meth:`judge` drives the pairs until
     its scenario stops; the next item's scenario often has its result already. ``watch`` (when given)
     meters what outside processes take while each pair measures; a scenario gets its own pairs' windows and,
     from the first busy one on, is judged with the busy machine's priors (``verdicts.metrics.busy_machine``).
@@ -136,9 +138,12 @@ class GroupAB:
         index, open_ids = self._next, self.open
         if self._started is None:
             self._started = time.monotonic()
-        budget = max(self._scenarios[sid].run.design.process_pair_budget for sid in open_ids)
+        pending = [self._scenarios[sid].run for sid in open_ids]
+        budget = max(run.design.process_pair_budget for run in pending)
+        # the pairs in all the open scenarios are projected to need (the minimum before their first look)
+        need = max(run.last.projected_pairs if run.last else run.design.min_process_pairs for run in pending)
         group = design_for(self.design, self.key)
-        last = min(index + self.prestart, budget - 1)  # the last pair that may be started by now
+        last = min(index + self.prestart, max(need, index + 1) - 1, budget - 1)  # the last pair to start by now
         if self.separate or self._spawned <= index:  # separate: ahead of this one; shared: the next batch
             for ahead in range(index, last + 1):
                 self.servers.spawn(ahead, group.start_order(ahead))

@@ -288,8 +288,8 @@ class Settings:
     )
     diffperf_ab_prestart: int | None = option(
         "--diffperf-ab-prestart",
-        "A/B: process pairs started ahead of the one measuring (auto: 1 on CPU servers or where the devices "
-        "hold two pairs apart, else 0)",
+        "A/B: process pairs started ahead of the one measuring, at most (as many as the scenarios are projected "
+        "to need; auto: 3 on CPU servers, as many as the devices hold apart up to 3, else 0)",
         _prestart,
         "auto",
     )

@@ -31,6 +31,9 @@ from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_p
 from ..verdicts.static import StaticPolicy
 from .options import PairSharing, Settings
 
+# process pairs started ahead by default, at most: on a CPU a batch of 4 pairs (8 servers) loading together before
+# any measures; with devices apart, 3 more loading beside the one measuring (each on devices of its own)
+MAX_AHEAD = 3
 NOISE_PRIORS_MEASURED_ON = frozenset({"cpu"})  # the runner classes the default priors were measured on
 
 
@@ -68,13 +71,15 @@ class ABRun:
         return self.groups[key]
 
     def ahead(self, num_gpus: int) -> int:
-        """How many process pairs start ahead of the one measuring: ``--diffperf-ab-prestart``, or (auto) one
-        where the devices hold two pairs apart or the servers run on the CPU; none one at a time."""
+        """How many process pairs may start ahead of the one measuring: ``--diffperf-ab-prestart``, or (auto) as
+        many as the devices hold apart beside it, else ``MAX_AHEAD`` on the CPU, none one at a time (never more than
+        ``MAX_AHEAD``). A group starts only as many as its scenarios are projected to need."""
         if self.mode != "together":
             return 0
         if self.prestart is not None:
             return self.prestart
-        return 1 if self.cpu or self.devices.slots(num_gpus) >= 2 else 0
+        apart = self.devices.slots(num_gpus) - 1
+        return min(apart, MAX_AHEAD) if apart >= 1 else MAX_AHEAD if self.cpu else 0
 
     def _pool(self, slot: int, side: Side) -> ServerPool:
         if (slot, side) not in self.pools:

@@ -21,7 +21,7 @@ from .design import ABDesign
 from .interval import estimate
 from .metrics import BUSY_NOISE, E2E, LOAD, MetricKind, MetricSpec, VerdictPolicy, busy_machine, stage_of
 from .noise import FloatArray, nanmedian
-from .rules import CodeArray, classify, combine, look_alpha, z_value
+from .rules import CodeArray, classify, combine, decisive, look_alpha, z_value
 from .vocab import VERDICTS, Order, StopReason, Verdict
 
 NOISY = 1.5  # a run whose within-pair spread exceeds its prior's by this factor is flagged
@@ -79,6 +79,32 @@ def judge_ab_metrics(
     shape = np.shape(next(iter(est.values()))) if est else ()
     stacked = np.stack(gated, axis=-1) if gated else np.zeros((*shape, 0), dtype=np.int8)
     return Judgement(specs, est, se, low, high, codes, combine(stacked), k, n, within, dof)
+
+
+def projected_pairs(j: Judgement, policy: VerdictPolicy, design: ABDesign, done: int) -> int:
+    """The process pairs in all after which one run's verdict is projected to be decisive: the first look at which
+    every gated metric's interval, its estimate and per-pair variance held as they are now (its ``se`` shrinking as
+    ``1 / sqrt(pairs)``), would decide the scenario; the budget when no look within it would. It sizes the batch of
+    process pairs started together and never enters a verdict."""
+    budget = design.process_pair_budget
+    if done >= budget:
+        return budget
+    totals = np.arange(max(done, design.min_process_pairs - 1) + 1, budget + 1)
+    looks = np.clip(totals - design.min_process_pairs + 1, 1, design.looks)
+    gated = {name: spec for name, spec in j.specs.items() if spec.gated}
+    weight = sum(spec.weight for spec in gated.values())
+    codes = []
+    for name, spec in gated.items():
+        est, se, k = (float(np.asarray(x)) for x in (j.log_ratio[name], j.se[name], j.process_pairs[name]))
+        if not (k > 0 and math.isfinite(est) and math.isfinite(se)):
+            return budget
+        z = np.array([metric_z(policy, spec, weight, design.looks, int(look)) for look in looks])
+        half = z * se * np.sqrt(k / totals)
+        codes.append(classify(est - half, est + half, spec.tolerance, spec.floor))
+    if not codes:
+        return budget
+    decided = np.flatnonzero(decisive(combine(np.stack(codes, axis=-1))))
+    return int(totals[decided[0]]) if decided.size else budget
 
 
 @dataclass(frozen=True)
@@ -155,6 +181,7 @@ class ABResult:
     requests: int
     stop: StopReason | None = None
     busy_pairs: int = 0  # process pairs measured on a busy machine: judged with the priors BUSY_NOISE times wider
+    projected_pairs: int = 0  # the process pairs in all it is projected to need (:func:`projected_pairs`)
 
     def text(self) -> str:
         """The headline: the verdict, then the metrics that decided it. e2e leads when its own verdict is the
@@ -272,6 +299,7 @@ def analyse(
         attribution=_attribution(metrics),
         process_pairs=len(pairs),
         requests=sum(p.requests for p in pairs),
+        projected_pairs=projected_pairs(j, policy, design, len(pairs)),
     )
 
 
@@ -313,6 +341,7 @@ class Sequential:
     denoising: Collection[str] = frozenset({DENOISING_STAGE})
     pairs: list[ProcessPairSamples] = field(default_factory=list)
     result: ABResult | None = None  # set once the stop rule stops
+    last: ABResult | None = None  # the latest analysis, stopped or not
     busy_pairs: int = 0
 
     def add(self, pair: ProcessPairSamples, *, busy: bool = False) -> ABResult | None:
@@ -327,7 +356,7 @@ class Sequential:
         policy = self.policy or VerdictPolicy()
         if self.busy_pairs:
             policy = busy_machine(policy)
-        result = analyse(self.pairs, self.design, policy, denoising=self.denoising)
+        result = self.last = analyse(self.pairs, self.design, policy, denoising=self.denoising)
         decision = self.design.decide(len(self.pairs), result.verdict)
         if decision.stop:
             self.result = replace(result, stop=decision.reason, busy_pairs=self.busy_pairs)

@@ -102,3 +102,23 @@ def test_with_devices_for_two_pairs_the_next_pair_loads_while_one_measures(pytes
     assert devices[0, "base"] == devices[0, "candidate"] == {"CUDA_VISIBLE_DEVICES": "0"}
     assert devices[1, "base"] == devices[1, "candidate"] == {"CUDA_VISIBLE_DEVICES": "1"}
     assert not refservers()
+
+
+def test_pairs_started_together_are_as_many_as_the_verdict_is_projected_to_need(pytester, suite):
+    """Identical builds, one request pair per process pair: undecided after the minimum of 2 pairs, projected to need
+    all 5, so pairs 3, 4 and 5 start together (prestart auto on the CPU: up to 4 at once) and are all ready before
+    pair 3 measures; a regression stops after 2 pairs and starts no more (the first test)."""
+    args = ab(suite, "-k", "one", "--diffperf-ab-request-pairs=1", "--diffperf-ab-max-process-pairs=5")
+    result = pytester.runpytest(*args, "--diffperf-busy-share=25%")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    record = results(pytester)["scenarios"][0]["ab"]
+    assert record["verdict"] == "inconclusive" and record["process_pairs"] == 5, record["headline"]
+    seen = events(out)
+    third = seen.index("measuring process pair 3: one")
+    assert seen.index("measuring process pair 2: one") < seen.index("starting base server of process pair 3")
+    assert {f"{side} server of process pair {i} ready" for side in ("base", "candidate") for i in (3, 4, 5)} <= set(
+        seen[:third]
+    )
+    assert len(re.findall(r"^diffperf: starting \w+ server of process pair", out, re.M)) == 10
+    assert not refservers()

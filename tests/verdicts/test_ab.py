@@ -301,3 +301,30 @@ def test_a_scenario_regressed_through_a_stage_never_calls_an_inconclusive_e2e_re
         "DenoisingStage +190.2 % explains all of it (+285 ms; e2e +105 ms) (2 process pair(s), 16 requests, "
         "stopped: decisive)"
     )
+
+
+def test_the_projection_of_identical_pairs_is_never_optimistic():
+    """Identical builds, the offsets agreeing: held as they are, the interval fits the tolerance after the projected
+    pairs, not one fewer; more such pairs only narrow the moderated variance, so the run stops there or earlier."""
+    pairs = [pair([100.0 + i] * 4, [100.0 + i] * 4) for i in range(DESIGN.process_pair_budget)]
+    projected = analyse(pairs[:2], DESIGN).projected_pairs
+    assert 2 < projected < DESIGN.process_pair_budget
+    scenario = Sequential(DESIGN)
+    stopped = next(k for k in range(1, len(pairs) + 1) if scenario.add(pairs[k - 1]) is not None)
+    assert scenario.result is not None and scenario.result.verdict == "unchanged"
+    assert 2 < stopped <= projected
+    assert analyse(pairs[:projected], DESIGN).verdict == "unchanged"
+
+
+def test_the_projection_is_the_next_look_for_a_clear_change_and_the_budget_for_scattered_pairs():
+    """A doubled e2e decides at the first look it may take; a steady +10 % (regressed beyond the 0 floor) by the
+    projected pair, as its run does; pairs scattering +-30 % around their mean cannot decide within the budget."""
+    doubled = analyse([pair([100.0] * 4, [200.0] * 4)], DESIGN)
+    assert doubled.projected_pairs == DESIGN.min_process_pairs
+    steady = [pair([100.0] * 4, [110.0] * 4)] * DESIGN.process_pair_budget
+    projected = analyse(steady[:2], DESIGN).projected_pairs
+    assert run(DESIGN, lambda i, o, s: steady[i]).process_pairs <= projected < DESIGN.process_pair_budget
+    scattered = [pair([100.0] * 4, [c] * 4) for c in (130.0, 77.0, 130.0)]
+    assert analyse(scattered, DESIGN).projected_pairs == DESIGN.process_pair_budget
+    short = ABDesign(request_pairs=4, max_process_pairs=3)
+    assert analyse(scattered, short).projected_pairs == short.process_pair_budget == 3
