@@ -8,8 +8,9 @@ child that runs ``serve`` with them. The ``serve`` process stays the server's st
 started it: it relays stop signals to the child and ends as the child ends (its exit code, or the
 same signal). If the stand-in dies, the fork server kills the child; if the fork server dies, its
 children die. A ``serve`` that differs from the fork server in what imports read (the interpreter,
-``sys.path``, variables such as ``OMP_*``, ``HF_*``, ``TORCH_*``) is refused and runs in its own
-process, as it does when no fork server is named or it cannot be reached.
+``sys.path``, variables such as ``OMP_*``, ``HF_*``, ``TORCH_*``, the files of this package, wherever
+it lies) is refused and runs in its own process, as it does when no fork server is named or it
+cannot be reached.
 
 The test suite starts one per worker; the plugin never does.
 """
@@ -17,6 +18,7 @@ The test suite starts one per worker; the plugin never does.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import importlib.machinery
 import json
@@ -61,36 +63,55 @@ DIFFUSERS = (
 # (LD_LIBRARY_PATH is not: it is read by each later dlopen, in the child too, and cv2 sets it when imported.)
 IMPORT_ENV = ("PYTHON", "OMP_", "MKL_", "KMP_", "OPENBLAS", "TORCH", "PYTORCH", "HF_", "HUGGINGFACE", "TRANSFORMERS",
               "DIFFUSERS", "TOKENIZERS", "LD_PRELOAD")  # fmt: skip
-PER_SERVER_ENV = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")  # set in each child; sys.path compared
+# set in each child; sys.path compared (PYTHONSAFEPATH only shapes sys.path, as a pythonpath= side sets it)
+PER_SERVER_ENV = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONSAFEPATH")
+PACKAGE = Path(__file__).resolve().parents[1]
 MESSAGE_BYTES = 1 << 20
 STREAMS = (0, 1, 2)
 
 
 def identity(env: Mapping[str, str]) -> dict[str, Any]:
-    """What must agree in a ``serve`` and the fork server for the fork server's imports to be its own."""
+    """What must agree in a ``serve`` and the fork server for the fork server's imports to be its own: the package
+    by its content (a checkout of the same files elsewhere, a ``git=`` side's worktree, serves as it)."""
     return {
         "python": sys.executable,
-        "package": str(Path(__file__).resolve().parents[1]),
+        "package": package_digest(PACKAGE),
+        "package_dir": str(PACKAGE),
         "path": list(sys.path),  # [0] is the working folder of ``python -m``
         "env": {k: v for k, v in sorted(env.items()) if k.startswith(IMPORT_ENV) and k not in PER_SERVER_ENV},
     }
+
+
+def package_digest(folder: Path) -> str:
+    """SHA-256 of every file of the package folder (its relative path and bytes), bytecode caches left out."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def difference(mine: Mapping[str, Any], theirs: Mapping[str, Any], loaded: Mapping[str, str] | None = None) -> str:
     """The first way ``theirs`` differs from ``mine`` in words ('' when they agree).
 
     ``theirs`` may have more ``sys.path`` entries (pytester's runs add their folder to ``PYTHONPATH``) as long as
-    none has another file for a module of ``loaded`` (the top-level modules ``mine`` imported, and their files).
+    none has another file for a module of ``loaded`` (the top-level modules ``mine`` imported, and their files),
+    the package aside: a copy of it with the same files (its digest) serves as the fork server's.
     """
-    for key in ("python", "package"):
-        if mine[key] != theirs.get(key):
-            return f"its {key} is {theirs.get(key)!r}, the fork server's {mine[key]!r}"
+    if mine["python"] != theirs.get("python"):
+        return f"its python is {theirs.get('python')!r}, the fork server's {mine['python']!r}"
+    if mine["package"] != theirs.get("package"):
+        return (
+            f"its package {theirs.get('package_dir')!r} has other files than the fork server's {mine['package_dir']!r}"
+        )
     path, other_path = mine["path"][1:], list(theirs.get("path", []))
     if list(dict.fromkeys(entry for entry in other_path if entry in path)) != list(dict.fromkeys(path)):
         return f"its sys.path {other_path!r} does not hold the fork server's {path!r} in order"
     loaded = loaded or {}
     for entry in (entry for entry in other_path if entry not in path):
-        shadowed = next((name for name in sorted(loaded) if _shadows(entry, name, loaded[name])), None)
+        shadowed = next(
+            (name for name in sorted(loaded) if name != PACKAGE.name and _shadows(entry, name, loaded[name])), None
+        )  # the package itself: the same files, compared above
         if shadowed:
             return f"its sys.path entry {entry!r} has {shadowed!r}, which the fork server imported from elsewhere"
     env, other = mine["env"], theirs.get("env", {})

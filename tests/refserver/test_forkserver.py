@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import psutil
 import pytest
 
 from pytest_diffperf.protocol import FORKSERVER_ENV, forkserver_in
-from pytest_diffperf.refserver.forkserver import difference, identity
+from pytest_diffperf.refserver.forkserver import PACKAGE, difference, identity, package_digest
 from pytest_diffperf.serving.interference import Meter
 from tests.support.forks import ForkServer
 from tests.support.refserver import SMALL_IMAGE, Server
@@ -184,3 +185,21 @@ def test_more_sys_path_entries_are_fine_unless_they_hold_a_module_the_fork_serve
     )
     assert difference(mine, {**mine, "path": [*mine["path"][1:2], *mine["path"]]}, loaded) == ""  # twice
     assert difference(mine, {**mine, "path": mine["path"][::-1]}, loaded).startswith("its sys.path ")
+
+
+def test_a_copy_of_the_package_with_the_same_files_serves_as_the_fork_servers_and_a_changed_one_does_not(tmp_path):
+    """A ``git=`` side's worktree of an unchanged commit: its package first on sys.path, PYTHONSAFEPATH set. Forked
+    only while its files are the fork server's; one changed file (a commit that slows the server) is named."""
+    copy = shutil.copytree(PACKAGE, tmp_path / "worktree" / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__"))
+    mine = identity({})
+    loaded = {PACKAGE.name: str(PACKAGE / "__init__.py"), "json": json.__file__}
+    theirs = {**mine, "package_dir": str(copy), "path": [str(copy.parent), *mine["path"][1:]]}
+    assert package_digest(copy) == mine["package"]
+    assert difference(mine, theirs, loaded) == ""
+    assert difference(mine, {**theirs, "env": identity({"PYTHONSAFEPATH": "1"})["env"]}, loaded) == ""
+    cli = copy / "refserver" / "cli.py"
+    cli.write_text(cli.read_text() + "\n")
+    changed = {**theirs, "package": package_digest(copy)}
+    assert difference(mine, changed, loaded) == (
+        f"its package {str(copy)!r} has other files than the fork server's {str(PACKAGE)!r}"
+    )
