@@ -18,7 +18,8 @@ job: every scenario stops after the minimum of 2 process pairs), ``none`` is the
 itself (an A/A run: unchanged scenarios run until their interval is inside the tolerance, up to 10
 process pairs). Every mode runs with ``--diffperf-busy-share=off``: on a shared machine static mode
 would otherwise wait for quiet (A/B keeps its verdicts under load anyway). Server starts are counted from the run's progress lines (``diffperf: starting
-...``), so a pair started ahead and never measured counts too.
+...``), so a pair started ahead and never measured counts too; load batches are the runs of starts with no server
+ready between them (servers loading at the same time count once).
 
     python benchmarks/bench_ab_cost.py [--load-delay 30] [--effect slower] [--before PATH] [--modes static,after,before]
 
@@ -95,10 +96,19 @@ def run(mode: str, suite: list[str], candidate: str, extra: list[str], before: P
         "mode": mode,
         "wall_s": wall,
         "starts": len(re.findall(r"diffperf: starting ", proc.stdout)),  # a line may follow a test's letter
+        "batches": load_batches(proc.stdout),
         "scenarios": len(doc["scenarios"]),
         "verdicts": verdicts,
         "process_pairs": pairs,
     }
+
+
+def load_batches(out: str) -> int:
+    """Rounds of server loads: runs of ``starting`` lines with no server ready between them (static mode: one per
+    server; A/B: the pairs of a group started together)."""
+    events = re.findall(r"diffperf: (starting) |(ready) after ", out)
+    events = [e[0] or e[1] for e in events]
+    return sum(1 for i, e in enumerate(events) if e == "starting" and (i == 0 or events[i - 1] != "starting"))
 
 
 def main() -> None:
@@ -121,14 +131,17 @@ def main() -> None:
             rows.append(run(mode, suite, EFFECTS[a.effect], extra, a.before))
             print(f"  {mode}: {rows[-1]['wall_s']:.0f} s", flush=True)
     static = next((r["wall_s"] for r in rows if r["mode"] == "static"), None)
-    print("\n| mode | wall s | x static | server starts | scenarios | verdicts | process pairs per scenario |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "\n| mode | wall s | x static | server starts | load batches | scenarios | verdicts | process pairs per scenario |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         ratio = f"{r['wall_s'] / static:.2f}" if static else "-"
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(r["verdicts"].items()))
         pairs = " ".join(map(str, r["process_pairs"])) or "-"
         print(
-            f"| {r['mode']} | {r['wall_s']:.0f} | {ratio} | {r['starts']} | {r['scenarios']} | {verdicts} | {pairs} |"
+            f"| {r['mode']} | {r['wall_s']:.0f} | {ratio} | {r['starts']} | {r['batches']} | {r['scenarios']} | {verdicts} "
+            f"| {pairs} |"
         )
     if a.json:
         a.json.write_text(json.dumps({"load_delay_s": delay, "effect": a.effect, "rows": rows}, indent=1))
