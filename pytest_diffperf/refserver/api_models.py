@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .media import VIDEO_COMPRESSION
 from .specs import GenParams
 
 
@@ -58,6 +59,8 @@ class VideoRequest(BaseModel):
     num_inference_steps: int | None = None
     guidance_scale: float | None = None
     negative_prompt: str | None = None
+    output_quality: str | None = "default"
+    output_compression: int | None = None
     perf_dump_path: str | None = None
 
 
@@ -202,6 +205,7 @@ class VideoJob:
     params: GenParams
     model: str
     perf_dump_path: str | None = None
+    compression: int = VIDEO_COMPRESSION  # SGLang's output_compression, the MP4's quality
     created_at: int = field(default_factory=lambda: int(time.time()))
     status: str = "queued"
     progress: int = 0

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .. import protocol
 from .api_models import VIDEO_TEXT_FIELDS, VideoJob, VideoListResponse, VideoRequest, VideoResponse
+from .media import video_compression
 from .request_inputs import ServerDep, bad, decode_image, image_from_reference, params_for, request_path
 from .specs import DEFAULT_FPS, DEFAULT_VIDEO_SECONDS
 from .worker import RefServer
@@ -96,6 +97,10 @@ async def create_video(request: Request, server: ServerDep) -> VideoResponse:
         raise bad(f"{spec.name} serves {spec.task_type.value}: use {protocol.IMAGES_PATH}")
     if picture is None and (req.input_reference or req.reference_url):
         raise bad(f"input_reference is not supported for {spec.task_type.value} models.")
+    try:
+        compression = video_compression(req.output_quality, req.output_compression)
+    except ValueError as exc:
+        raise bad(str(exc)) from None
     fps = req.fps if req.fps is not None else DEFAULT_FPS
     seconds = req.seconds if req.seconds is not None else DEFAULT_VIDEO_SECONDS
     params = params_for(
@@ -117,7 +122,7 @@ async def create_video(request: Request, server: ServerDep) -> VideoResponse:
     )
     dump = req.perf_dump_path
     dump = request_path(dump, "perf_dump_path", server.config.request_files_dir) if dump is not None else None
-    job = VideoJob(str(uuid.uuid4()), params, req.model or spec.name, dump)
+    job = VideoJob(str(uuid.uuid4()), params, req.model or spec.name, dump, compression)
     server.videos[job.id] = job
     body = job.response()  # taken before the worker can pick the job up: always "queued"
     server.worker.submit(lambda: server.run_video(job))

@@ -174,7 +174,7 @@ class RefServer:
 
         try:
             result = self.generate(job.id, job.params, job.perf_dump_path, on_step)
-            job.content = encode_mp4(result.frames[0], job.params.fps)
+            job.content = encode_mp4(result.frames[0], job.params.fps, job.compression)
             if self.config.output_path is not None:
                 job.file_path = self.save_output(f"{job.id}.mp4", job.content)
         except Exception as exc:

@@ -91,6 +91,32 @@ def test_video_deterministic(wan):
 
 
 @pytest.mark.parametrize(
+    ("extra", "x264_options"),
+    [
+        ({}, [b"rc=crf", b"crf=25.0"]),  # SGLang's default: output_quality "default", compression 50, quality 5
+        ({"output_quality": "high"}, [b"rc=crf", b"crf=5.0"]),  # 90 -> quality 9
+        ({"output_compression": 100}, [b"rc=cqp", b" qp=0"]),  # quality 10: CRF 0, which x264 encodes lossless
+        ({"output_quality": "low", "output_compression": 100}, [b"rc=cqp", b" qp=0"]),  # compression wins
+    ],
+)
+def test_video_quality_follows_sglangs_output_compression(wan, extra, x264_options):
+    """The MP4's encoder settings, as x264 records them in the stream, follow SGLang's mapping
+    (``imageio`` quality ``compression / 10``, CRF ``int((1 - quality / 10) * 51)``)."""
+    job, _ = wan.video(**SMALL_VIDEO, **extra)
+    data = requests.get(f"{wan.url}/v1/videos/{job['id']}/content", timeout=30).content
+    assert all(option in data for option in x264_options), data[:2000]
+
+
+def test_video_quality_errors_as_sglangs(wan):
+    resp = wan.post("/v1/videos", {**SMALL_VIDEO, "output_quality": "best"}, timeout=30)
+    assert resp.status_code == 400
+    expected = "Invalid output_quality 'best'. Expected one of: ['maximum', 'high', 'medium', 'low', 'default']"
+    assert resp.json()["detail"] == expected
+    job, _ = wan.video(**SMALL_VIDEO, output_compression=5)  # imageio's quality 0.5: below its range of 1-10
+    assert job["status"] == "failed" and "quality must be between 1 and 10" in job["error"]["message"]
+
+
+@pytest.mark.parametrize(
     "body",
     [
         {**SMALL_VIDEO, "size": "100x64"},
