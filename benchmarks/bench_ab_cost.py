@@ -106,9 +106,8 @@ def run(mode: str, suite: list[str], candidate: str, extra: list[str], before: P
 def load_batches(out: str) -> int:
     """Rounds of server loads: runs of ``starting`` lines with no server ready between them (static mode: one per
     server; A/B: the pairs of a group started together)."""
-    events = re.findall(r"diffperf: (starting) |(ready) after ", out)
-    events = [e[0] or e[1] for e in events]
-    return sum(1 for i, e in enumerate(events) if e == "starting" and (i == 0 or events[i - 1] != "starting"))
+    starts = [e.startswith("diffperf") for e in re.findall(r"diffperf: starting |ready after ", out)]
+    return sum(1 for i, start in enumerate(starts) if start and (i == 0 or not starts[i - 1]))
 
 
 def main() -> None:
