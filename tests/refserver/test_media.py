@@ -23,7 +23,7 @@ class DataType(enum.Enum):  # SGLang's enum, as far as adjust_output_quality rea
 def sglangs_adjust_output_quality(path: Path) -> Any:
     """The release's ``adjust_output_quality`` and ``OUTPUT_QUALITY_MAPPER``, run from its source."""
     tree = ast.parse(path.read_text())
-    wanted = [
+    wanted: list[ast.stmt] = [
         node
         for node in tree.body
         if (isinstance(node, ast.FunctionDef) and node.name == "adjust_output_quality")
