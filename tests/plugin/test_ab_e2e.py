@@ -71,14 +71,20 @@ def test_an_injected_regression_is_regressed_with_the_stage_named(pytester, suit
 
 def test_an_injected_regression_is_regressed_one_server_at_a_time(pytester, suite):
     """One at a time the priors are about twice as wide (verdicts.metrics.one_at_a_time); a doubled e2e still
-    shows, with each process pair's servers one after the other."""
+    shows, with each process pair's servers one after the other. The scenario stops at the first gated metric
+    that regressed: often DenoisingStage, where the sleep is, while e2e's wider interval may still straddle
+    (the suite at 153f2de: DenoisingStage +141 % [+20, +383] regressed, e2e +99 % [-0.1, +298])."""
     args = ab(suite, tiny_case("tiny", perf_warmup_requests=1))
     result = pytester.runpytest(*args, SLOWER, "--diffperf-ab-servers=one-at-a-time")
     result.assert_outcomes(failed=1)
     record = results(pytester)["scenarios"][0]["ab"]
     assert record["verdict"] == "regressed" and record["stop"] == "decisive"
-    e2e = next(m for m in record["metrics"] if m["name"] == "e2e")
-    assert e2e["verdict"] == "regressed" and e2e["low"] > 1.0
+    metrics = {m["name"]: m for m in record["metrics"]}
+    e2e, stage = metrics["e2e"], metrics["stage[DenoisingStage]"]
+    assert e2e["gated"] and stage["gated"]
+    regressed = [m for m in (e2e, stage) if m["verdict"] == "regressed"]
+    assert regressed and all(m["low"] > 1.0 for m in regressed), record
+    assert e2e["verdict"] in ("regressed", "inconclusive") and e2e["ratio"] > 1.3, record
     for pair in range(record["process_pairs"]):  # one at a time: the first server's requests, then the other's
         first, second = (s for s in record["servers"] if s["process_pair"] == pair)
         assert max(timestamps(first)) < min(timestamps(second))
