@@ -35,6 +35,8 @@ LONGEST_FIRST = (
     "tests/plugin/test_orphans.py",
     "tests/commands/test_bisect_e2e.py",
     "tests/plugin/test_bundled_ci.py",
+    "tests/plugin/test_bundled_ab.py",
+    "tests/plugin/test_bundled_ground_truth.py",
 )
 
 
