@@ -23,7 +23,8 @@ ready between them (servers loading at the same time count once).
 
     python benchmarks/bench_ab_cost.py [--load-delay 30] [--effect slower] [--before PATH] [--modes static,after,before]
 
-``--smoke``: one scenario, a 1 s load delay, 2 process pairs of 1 request pair, static and after.
+``--smoke``: the cheapest scenario, a 1 s load delay, 2 process pairs of 1 request pair, static and after, outputs
+not compared.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 EFFECTS = {"slower": "args=--inject-delay DenoisingStage=300", "none": "current"}
-SMOKE = ["-k", "flux_tiny_t2i and not 8steps", "--diffperf-ab-max-process-pairs=2", "--diffperf-ab-request-pairs=1",
+SMOKE = ["-k", "flux_kontext_tiny_edit", "--diffperf-ab-max-process-pairs=2", "--diffperf-ab-request-pairs=1",
          "--diffperf-remeasure=1"]  # fmt: skip
 
 
@@ -63,7 +64,9 @@ def delayed_suite(folder: Path, delay_s: float) -> list[str]:
     return [f"--diffperf-cases={folder / 'cases.json'}", f"--diffperf-baselines={folder / 'cpu.json'}"]
 
 
-def run(mode: str, suite: list[str], candidate: str, extra: list[str], before: Path | None) -> dict[str, Any]:
+def run(
+    mode: str, suite: list[str], candidate: str, extra: list[str], before: Path | None, skip_outputs: bool
+) -> dict[str, Any]:
     ab = {
         "static": [],
         "before": [] if before else ["--diffperf-ab-pairs=scenario", "--diffperf-ab-prestart=0"],
@@ -73,6 +76,8 @@ def run(mode: str, suite: list[str], candidate: str, extra: list[str], before: P
         ab = ["--diffperf-base=current", f"--diffperf-candidate={candidate}", *ab]
     tree = before if mode == "before" and before else REPO  # also the folder it runs in: python -m puts it first
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
+    if skip_outputs:
+        env["DIFFPERF_SKIP_CONSISTENCY"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.json"
         started = time.perf_counter()
@@ -127,7 +132,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         suite = delayed_suite(Path(tmp), delay)
         for mode in modes:
-            rows.append(run(mode, suite, EFFECTS[a.effect], extra, a.before))
+            rows.append(run(mode, suite, EFFECTS[a.effect], extra, a.before, skip_outputs=a.smoke))
             print(f"  {mode}: {rows[-1]['wall_s']:.0f} s", flush=True)
     static = next((r["wall_s"] for r in rows if r["mode"] == "static"), None)
     print(
