@@ -35,7 +35,7 @@ SMOKES = {
     "bench_bundled_noise": ("| scenario | e2e ms", (SERVER,)),
     "bench_bundled_suite": ("req overhead ms", (SERVER,)),
     "bench_machine_local": ("trial 1: 2x: ", (SERVER,)),
-    "bench_interference": ("flux_tiny_t2i: ", (SERVER,)),
+    "bench_interference": ("flux_kontext_tiny_edit: ", (SERVER,)),
     "bench_ab_cost": ("| mode | wall s |", (SERVER,)),
 }
 

@@ -42,6 +42,8 @@ PORT_TAKEN = ("address already in use", "is unavailable and --strict-ports is en
 LINE_WIDTH = 160  # a log line or command quoted in a progress line is cut here
 # uvicorn's (SGLang's) access log: `INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK`
 ACCESS_LOG = re.compile(r'"(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \S+ HTTP/\d(?:\.\d)?" \d{3}')
+# a line that says why a process died: an exception (``RuntimeError: ...``), ``error:``, a fatal signal
+ERROR_LINE = re.compile(r"(?i)(?:error|exception)\b|fatal|segmentation fault|aborted|killed")
 
 # Every process of one server (watchdog, server, its workers) carries this variable with the server's own token,
 # so that a server whose watchdog was SIGKILLed (it then cannot stop it) is still found and stopped.
@@ -131,11 +133,22 @@ class ServerFailure(DiffperfFailure):
     def headline(self, last_log_line: bool = False) -> str:
         """The problem on one line, without the command and the log tail.
 
-        With ``last_log_line``, the last non-empty line of the tail is appended (why a server died).
+        With ``last_log_line``, why the server died is appended: :func:`last_words` of its log.
         """
         text = " ".join((self.problem if self.server is None else f"server {self.server.url} {self.problem}").split())
-        lines = [line.strip() for line in self.server.tail.splitlines() if line.strip()] if self.server else []
-        return f"{text}; last log line: {lines[-1]}" if last_log_line and lines else text
+        words = last_words(self.server.tail) if self.server and last_log_line else None
+        return text if words is None else f"{text}; {words[0]}: {words[1]}"
+
+
+def last_words(tail: str) -> tuple[str, str] | None:
+    """The log line that says why a server died, and what it is: the last line naming an error when one does (a
+    line another thread printed after it, such as uvicorn's "Application startup complete.", is not the cause),
+    else the last line; None for an empty log."""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    errors = [line for line in lines if ERROR_LINE.search(line)]
+    if errors:
+        return "last error in its log", errors[-1]
+    return ("last log line", lines[-1]) if lines else None
 
 
 class ServerError(ServerFailure):
