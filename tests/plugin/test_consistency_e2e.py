@@ -23,7 +23,7 @@ def video_case(case_id: str, serve_args: str = "") -> dict:
 def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_and_frame(pytester, suite):
     cases = [tiny_case("img"), video_case("vid")]
     args = suite(cases, {"img": GENEROUS, "vid": GENEROUS}) + CLIP
-    regen = pytester.runpytest_subprocess(*args, "--regen-ground-truth")
+    regen = pytester.runpytest(*args, "--regen-ground-truth")
     regen.assert_outcomes(passed=2)
     gt = pytester.path / "gt"
     assert sorted(p.name for p in gt.iterdir() if p.is_file()) == [
@@ -31,7 +31,7 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
         "img_1gpu.jpg", "manifest.json", "vid_1gpu_frame_0.png", "vid_1gpu_frame_last.png", "vid_1gpu_frame_mid.png"
     ]  # fmt: skip
 
-    same = pytester.runpytest_subprocess(*args, "--junitxml=junit.xml", "--diffperf-artifacts=art")
+    same = pytester.runpytest(*args, "--junitxml=junit.xml", "--diffperf-artifacts=art")
     same.assert_outcomes(passed=2)
     same.stdout.fnmatch_lines(["diffperf: consistency=GT *gt*CLIP diffperf-tiny/none, frames first,mid,last"])
     doc = results(pytester)
@@ -49,7 +49,7 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
 
     noisy = [tiny_case("img", "--inject-output-noise 0.1"), video_case("vid", "--inject-output-noise 0.1")]
     args = suite(noisy, {"img": GENEROUS, "vid": GENEROUS}) + CLIP
-    failed = pytester.runpytest_subprocess(*args)
+    failed = pytester.runpytest(*args)
     failed.assert_outcomes(failed=2)
     out = failed.stdout.str()
     assert out.count("CONSISTENCY:") >= 2 and "PERFORMANCE:" not in out
@@ -71,13 +71,13 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
 def test_missing_ground_truth_names_the_files_and_skip_switch_is_reported(pytester, suite, monkeypatch):
     (pytester.path / "gt").mkdir()
     args = suite([tiny_case("img")], {"img": GENEROUS}) + CLIP
-    missing = pytester.runpytest_subprocess(*args)
+    missing = pytester.runpytest(*args)
     missing.assert_outcomes(failed=1)
     out = missing.stdout.str()
     assert "CONSISTENCY:" in out and "img_1gpu.jpg" in out and "missing-gt" in out
 
     monkeypatch.setenv("SGLANG_SKIP_CONSISTENCY", "1")
-    skipped = pytester.runpytest_subprocess(*args)
+    skipped = pytester.runpytest(*args)
     skipped.assert_outcomes(passed=1)
     skipped.stdout.fnmatch_lines(["diffperf: consistency=skipped (SGLANG_SKIP_CONSISTENCY=1)"])
     assert results(pytester)["scenarios"][0]["consistency"]["status"] == "skipped"
