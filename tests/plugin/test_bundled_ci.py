@@ -1,9 +1,10 @@
 """The bundled suite split as CI splits it: xdist workers with device slices, and shards merged.
 
-Tolerances are widened through SGLang's environment overrides, outputs are not compared, and nothing
-is re-measured on fresh servers: these tests compare where and how scenarios ran, not how fast or
-what they made (the machine is shared and two servers share two cores). A scenario passes, or is
-inconclusive where the run's noise cannot support a pass (the load time, which no environment
+Tolerances are widened through SGLang's environment overrides, outputs are not compared, each
+scenario measures one request after its warmup (the bundled cases' own three are for timing), and
+nothing is re-measured on fresh servers: these tests compare where and how scenarios ran, not how
+fast or what they made (the machine is shared and two servers share two cores). A scenario passes,
+or is inconclusive where the noise cannot support a pass (the load time, which no environment
 override widens).
 """
 
@@ -47,13 +48,25 @@ GROUPS = {
 }
 
 
-def bundled(json_path: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """``pytest --diffperf=pr_test`` at the repository root, as a user types it."""
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> Path:
+    """The bundled cases, one measured request each: the same scenarios, groups and server commands."""
+    doc = json.loads((REPO / "data/cases.json").read_text())
+    for case in doc["cases"]:
+        case["perf_repeat_requests"] = 1
+    path = tmp_path_factory.mktemp("cases") / "cases.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def bundled(json_path: Path, cases: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``pytest --diffperf=pr_test`` at the repository root, as a user types it, on ``cases``."""
     command = [
         sys.executable,
         "-m",
         "pytest",
         "--diffperf=pr_test",
+        f"--diffperf-cases={cases}",
         "--diffperf-remeasure=1",
         f"--diffperf-json={json_path}",
         "-p",
@@ -76,10 +89,10 @@ def verdicts(doc: dict) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def xdist_run(tmp_path_factory) -> tuple[dict, str]:
+def xdist_run(tmp_path_factory, cases) -> tuple[dict, str]:
     """The bundled suite unsharded, on 2 xdist workers, with 4 fake visible devices."""
     path = tmp_path_factory.mktemp("xdist") / "results.json"
-    out = finish(bundled(path, "-n", "2", env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"}))
+    out = finish(bundled(path, cases, "-n", "2", env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"}))
     return json.loads(path.read_text()), out
 
 
@@ -103,13 +116,13 @@ def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run)
     assert set(workers.values()) == {"gw0", "gw1"}
 
 
-def test_two_shards_merged_equal_one_unsharded_run(xdist_run, tmp_path, capsys):
-    shards = [bundled(tmp_path / f"results-{k}.json", f"--diffperf-shard={k}/2") for k in (1, 2)]  # two CI jobs
+def test_two_shards_merged_equal_one_unsharded_run(xdist_run, cases, tmp_path, capsys):
+    shards = [bundled(tmp_path / f"results-{k}.json", cases, f"--diffperf-shard={k}/2") for k in (1, 2)]  # two CI jobs
     outputs = [finish(proc) for proc in shards]
     assert "diffperf: shard 1/2: 2 scenario(s), 2 server start(s)" in outputs[0]
     assert "diffperf: shard 2/2: 5 scenario(s), 3 server start(s)" in outputs[1]
     files = [str(tmp_path / f"results-{k}.json") for k in (1, 2)]
-    plan = ["plan", "data/perf_baselines/cpu.json", "--shards", "2", "--cases", "data/cases.json", "--hardware", "cpu"]
+    plan = ["plan", "data/perf_baselines/cpu.json", "--shards", "2", "--cases", str(cases), "--hardware", "cpu"]
     planned = diffperf(*plan, "--server", "reference", cwd=REPO)
     assert planned.returncode == 0, planned.stderr
     matrix = json.loads(planned.stdout)
