@@ -21,6 +21,7 @@ import pytest
 
 from pytest_diffperf.cli import main
 from pytest_diffperf.sharding.devices import WORKER_PORTS
+from tests.support.bundled import cases_file
 from tests.support.cli import diffperf
 from tests.support.paths import REPO
 from tests.support.suite import SKIP_OUTPUTS
@@ -51,12 +52,7 @@ GROUPS = {
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory) -> Path:
     """The bundled cases, one measured request each: the same scenarios, groups and server commands."""
-    doc = json.loads((REPO / "data/cases.json").read_text())
-    for case in doc["cases"]:
-        case["perf_repeat_requests"] = 1
-    path = tmp_path_factory.mktemp("cases") / "cases.json"
-    path.write_text(json.dumps(doc))
-    return path
+    return cases_file(tmp_path_factory.mktemp("cases") / "cases.json", lambda case: case.update(perf_repeat_requests=1))
 
 
 def bundled(json_path: Path, cases: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bundled import pytest_at_root, scenarios
+from tests.support.bundled import cases_file, pytest_at_root, scenarios
 from tests.support.paths import REPO
 from tests.support.suite import SKIP_OUTPUTS
 
@@ -77,16 +77,17 @@ def test_a_doubled_e2e_fails_the_bundled_suite_with_the_denoising_stage_named(ba
     seven fails. (A fail confirmed on fresh servers: test_static_noise_e2e's tripled e2e.)
     """
     baselines = json.loads(baseline.read_text())["scenarios"]
-    cases = json.loads((REPO / "data/cases.json").read_text())
-    delays = {case["id"]: baselines[case["id"]]["expected_e2e_ms"] for case in cases["cases"]}
-    for case in cases["cases"]:
+    delays = {sid: scenario["expected_e2e_ms"] for sid, scenario in baselines.items()}
+
+    def slower(case: dict) -> None:
         case["frameworks"]["reference"]["serve_args"] += f" --inject-delay DenoisingStage={delays[case['id']]}"
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
+
+    cases = cases_file(tmp_path / "cases.json", slower)
     results = tmp_path / "results.json"
     proc = pytest_at_root(
         "--diffperf=pr_test",
         f"--diffperf-baselines={baseline}",
-        f"--diffperf-cases={tmp_path / 'cases.json'}",
+        f"--diffperf-cases={cases}",
         f"--diffperf-json={results}",
         "--diffperf-busy-share=off",  # the machine is shared with other jobs (benchmarks/bench_interference.py)
         # Reported on its first server: confirming a fail on fresh servers is test_static_noise_e2e's tripled test

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.paths import REPO
@@ -21,3 +22,12 @@ def pytest_at_root(*args: str, env: dict[str, str] | None = None) -> subprocess.
 def scenarios(path: Path) -> dict[str, dict]:
     """A results file's scenarios by id."""
     return {s["scenario"]: s for s in json.loads(path.read_text())["scenarios"]}
+
+
+def cases_file(path: Path, edit: Callable[[dict], None]) -> Path:
+    """``data/cases.json`` with ``edit`` applied to each case, written to ``path`` (for ``--diffperf-cases``)."""
+    doc = json.loads((REPO / "data/cases.json").read_text())
+    for case in doc["cases"]:
+        edit(case)
+    path.write_text(json.dumps(doc))
+    return path
