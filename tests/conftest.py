@@ -45,10 +45,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.loadscopereorder = False
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the fast tests start no fork server
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Collect the longest files first. Load the plugin's modules before the first pytester test (it would drop
     and reload them each time); a run that selects none (a unit-test file) skips the ~3 s this costs. Start the
-    fork server of reference servers when a server test is selected."""
+    fork server of reference servers when a server test is selected (~6 CPU-s per worker)."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
     if any("pytester" in getattr(item, "fixturenames", ()) for item in items):
