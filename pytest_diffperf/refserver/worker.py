@@ -135,7 +135,10 @@ class RefServer:
                 )
                 self.pipeline.run(params, warmup=True)
             log.info("warmup done in %.0f ms", (time.perf_counter() - t0) * 1000)
-        print(f"[refserver] ready: {self.spec.name}", flush=True)
+        # ATen picks its kernels (ATEN_CPU_CAPABILITY, else the CPU's best) at its first operator: named here, as
+        # outputs compared with ground truth recorded on another CPU may differ by them
+        kernels = torch.backends.cpu.get_cpu_capability()
+        print(f"[refserver] ready: {self.spec.name} (torch CPU kernels: {kernels})", flush=True)
         self.state = "ready"
         self._on_ready()
 

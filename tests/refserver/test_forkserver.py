@@ -51,6 +51,9 @@ def serving_pid(server: Server) -> int:
 
 @pytest.mark.server
 def test_a_forked_server_serves_and_ends_as_one_started_on_its_own(forked, fork_server, monkeypatch):
+    # read at a server's first operator, after the fork: a forked server takes the kernels its environment names,
+    # as test_bundled_ground_truth.py's run on another CPU's kernels needs
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
     mine = forked("tiny/flux-t2i")
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # read when torch is imported: the fork server's imports would not do
     own = forked("tiny/flux-t2i")
@@ -60,6 +63,8 @@ def test_a_forked_server_serves_and_ends_as_one_started_on_its_own(forked, fork_
     assert serving_pid(own) == own.proc.pid
     assert re.search(r"\[refserver\] not forked \(its OMP_NUM_THREADS is '3', the fork server's [^)]*\)", own.output())
     assert "not forked" not in mine.output()
+    for server in (mine, own):
+        assert "[refserver] ready: tiny/flux-t2i (torch CPU kernels: DEFAULT)" in server.output()
 
     (mine_payload, mine_png), (own_payload, own_png) = mine.image(**SMALL_IMAGE), own.image(**SMALL_IMAGE)
     assert mine_png == own_png
