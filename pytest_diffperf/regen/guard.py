@@ -3,7 +3,8 @@
 A baseline file's platform is its fragment's (``ascend/perf_baselines_npu.json``: npu), else its
 name's in a ``perf_baselines/`` folder (``h100.json``: h100), else the hardware the run judges
 (``--diffperf-hardware``; a single ``perf_baselines.json``). The measured platform is the device's
-the servers ran on (``results.provenance.measured_on``: ``cpu`` for the CPU reference server).
+the servers ran on (``results.provenance.measured_on``: ``cpu`` for the CPU reference server, and for any
+server on a machine without an accelerator).
 Regeneration starts only when they are the same (a device of no known platform is refused too:
 a file's figures must come from its hardware), or with ``--regen-force``.
 """

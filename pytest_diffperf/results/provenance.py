@@ -2,7 +2,8 @@
 
 It goes into the results file (``provenance``), the history, the report header, JUnit's test-suite
 properties, the step summary and the HTML report. ``measured_platform`` is the platform of the
-device the servers ran on (``cpu`` for the CPU reference server): regeneration refuses to write
+device the servers ran on (``cpu`` for the CPU reference server, and for any server on a machine
+without an accelerator): regeneration refuses to write
 figures into another platform's baseline file.
 """
 
@@ -108,13 +109,13 @@ def server_version(launcher: str | None) -> str | None:
 
 
 def measured_on(launcher: str | None) -> tuple[str, str | None]:
-    """(device name, its platform) the launcher's servers measure on: the CPU for the reference server,
-    else the machine's first accelerator (the CPU, platform unknown, when there is none)."""
+    """(device name, its platform) the launcher's servers measure on: the CPU for the reference server, else the
+    machine's first accelerator; on a machine without one, every server measures on the CPU (SGLang picks its
+    ``CpuPlatform`` then), so the platform is ``cpu`` whatever the launcher."""
     if launcher not in CPU_LAUNCHERS:
         accelerator = accelerator_name()
         if accelerator is not None:
             return accelerator, device_platform(accelerator)
-        return cpu_name(), None
     return cpu_name(), "cpu"
 
 

@@ -1,7 +1,11 @@
-"""The header's line about a baseline measured on another machine, and the CI run's page."""
+"""The header's line about a baseline measured on another machine, the CI run's page, the measured platform."""
 
 from __future__ import annotations
 
+import pytest
+
+from pytest_diffperf._util.device import cpu_name
+from pytest_diffperf.results import provenance
 from pytest_diffperf.results.provenance import Provenance, ci_run, machine_note
 
 HERE = Provenance(timestamp="2026-12-02T10:00:00+00:00", device="AMD EPYC", measured_platform="cpu")
@@ -34,3 +38,16 @@ def test_the_ci_run_page_needs_all_three_variables():
     env = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "42"}
     assert ci_run(env) == "https://github.com/o/r/actions/runs/42"
     assert ci_run({**env, "GITHUB_RUN_ID": ""}) is None
+
+
+@pytest.mark.parametrize("launcher", ["sglang", "reference", "vllm-omni", None])
+def test_a_machine_without_an_accelerator_measures_on_cpu_whatever_the_launcher(monkeypatch, launcher):
+    """SGLang on a machine with no accelerator runs on its CpuPlatform: the figures are cpu figures."""
+    monkeypatch.setattr(provenance, "accelerator_name", lambda: None)
+    assert provenance.measured_on(launcher) == (cpu_name(), "cpu")
+
+
+def test_an_accelerator_decides_the_platform_except_for_cpu_only_launchers(monkeypatch):
+    monkeypatch.setattr(provenance, "accelerator_name", lambda: "NVIDIA H100 80GB HBM3")
+    assert provenance.measured_on("sglang") == ("NVIDIA H100 80GB HBM3", "h100")
+    assert provenance.measured_on("reference") == (cpu_name(), "cpu")
