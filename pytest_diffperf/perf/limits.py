@@ -27,6 +27,7 @@ STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
 REQUIRED_POSITIVE = frozenset({"e2e", "load", "denoise_agg"})
 CheckVerdict = Literal["pass", "fail", "missing", "unguarded"]
 CheckKind = Literal["e2e", "load", "denoise_agg", "step", "stage", "per_frame", "vram", "host_anon"]
+MEMORY_KINDS = frozenset({"vram", "host_anon"})
 
 
 @dataclass(frozen=True)
@@ -277,6 +278,19 @@ def evaluate(scenario: ScenarioBaseline, measurement: Measurement, rules: JudgeR
         memory={k: v for k, v in values.items() if k in measurement.memory},
     )
     return [judge_check(check, values.get(check.name)) for check in checks]
+
+
+def unreported(scenario: ScenarioBaseline, measurement: Measurement, rules: JudgeRules) -> list[str]:
+    """The memory checks ``rules`` would make of the baseline's figures that the measurement cannot make: the
+    server reported no such figure (SGLang's ``CpuPlatform`` writes ``memory_snapshots: {}``). Named, never
+    skipped silently."""
+
+    def memory_keys(memory: Mapping[str, float] | None) -> set[str]:
+        checks = plan_checks(scenario, rules, is_video=measurement.is_video, num_frames=None, memory=memory)
+        return {c.key for c in checks if c.kind in MEMORY_KINDS}
+
+    measured = {k: v for k, v in measured_values(measurement, rules.preset).items() if k in measurement.memory}
+    return sorted(memory_keys(None) - memory_keys(measured))
 
 
 def judge_check(check: Check, actual: float | None) -> CheckResult:

@@ -21,8 +21,9 @@ from ..verdicts.vocab import StaticVerdict, StopReason, Verdict
 # 3: what a baseline entry is built from (``diffperf accept``): each request row's own server load, and each
 #    scenario's ``measurement`` (frames, wall time, its share of the server's start).
 # 4: a consistency status says ``pass`` and ``fail``, as every other outcome does (before: passed, failed).
-RESULTS_VERSION = 4
-READABLE_VERSIONS = (2, 3, 4)  # merged, compared and followed in a history; accepted from 3 on
+# 5: each scenario's ``unreported``: the memory checks its baseline asks for that the server reported no figure for.
+RESULTS_VERSION = 5
+READABLE_VERSIONS = (2, 3, 4, 5)  # merged, compared and followed in a history; accepted from 3 on
 ENTRY_VERSION = 3  # the first version whose files carry the figures of a baseline entry
 STATUS_VERSION = 4  # the first version whose consistency statuses say pass and fail
 CONSISTENCY_STATUSES: tuple[ConsistencyStatus, ...] = get_args(ConsistencyStatus)
@@ -278,6 +279,7 @@ class ScenarioResult(BaseModel):
     noise: NoiseRecord | None = None  # the static checks judged with the run's noise
     measurement: MeasurementRecord | None = None  # with the rows: the baseline entry this run measured
     interference: InterferenceRecord | None = None  # what other processes took while it was measured
+    unreported: list[str] = Field(default_factory=list)  # memory checks not made: the server reported no such figure
 
     @field_validator("consistency")
     @classmethod

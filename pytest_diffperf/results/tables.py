@@ -145,7 +145,7 @@ def reason(result: ScenarioResult) -> str:
     verdict did not fail it)."""
     outcome = result.outcome
     if outcome == "pass":
-        return ""
+        return unreported_text(result)
     parts = []
     bad = failing_checks(result) if result.verdict == "fail" else []
     output = "output: " + output_reason(result.consistency or {}) if result.consistency_status == "fail" else ""
@@ -159,7 +159,27 @@ def reason(result: ScenarioResult) -> str:
         parts.append(_first_line(result.message) or result.verdict)
     if output and bad:
         parts.append(output)
+    parts.append(unreported_text(result))
     return "; ".join(p for p in parts if p)
+
+
+def unreported_text(result: ScenarioResult) -> str:
+    """The memory checks not made for want of the server's figures, in words ('' when none)."""
+    keys = result.unreported
+    return f"not reported by the server: {len(keys)} memory check(s) not made ({', '.join(keys)})" if keys else ""
+
+
+def unreported_line(results: Iterable[ScenarioResult]) -> str | None:
+    """The run's line on memory the baselines hold and the server did not report (None when there is none)."""
+    missing = [r for r in results if r.unreported]
+    if not missing:
+        return None
+    keys = sorted({k for r in missing for k in r.unreported})
+    count = sum(len(r.unreported) for r in missing)
+    return (
+        f"not reported by the server: {count} memory check(s) not made in {len(missing)} scenario(s) "
+        f"({', '.join(keys)}): the baseline's figures went unjudged"
+    )
 
 
 def output_reason(consistency: Mapping[str, Any]) -> str:

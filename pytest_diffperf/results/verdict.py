@@ -14,7 +14,7 @@ from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
 from ..serving.measure import Sample
-from .model import CheckRecord, ScenarioResult
+from .model import CheckRecord, ScenarioResult, ScenarioVerdict
 from .tables import format_failures
 
 # The judged values a result carries (JUnit properties, the summary): check name -> result key.
@@ -99,12 +99,15 @@ def judge_limits(
     results = limits.evaluate(baseline, measurement, rules)
     checks = [check_record(r) for r in results]
     verdicts = {r.verdict for r in results}
+    unreported = limits.unreported(baseline, measurement, rules)
     if verdicts & {"fail", "missing"}:
         failing = sum(r.verdict in ("fail", "missing") for r in results)
         table = format_failures(results, limits.samples(measurement), rules.preset.statistic)
         message = f"{PERF_PREFIX} {failing} check(s) failed\n{table}"
-        return ScenarioResult(scenario=scenario_id, verdict="fail", checks=checks, message=message)
-    if "unguarded" in verdicts:
+        verdict: ScenarioVerdict = "fail"
+    elif "unguarded" in verdicts:
         message = "; ".join(r.message for r in results if r.verdict == "unguarded")
-        return ScenarioResult(scenario=scenario_id, verdict="unguarded", checks=checks, message=message)
-    return ScenarioResult(scenario=scenario_id, verdict="pass", checks=checks)
+        verdict = "unguarded"
+    else:
+        message, verdict = "", "pass"
+    return ScenarioResult(scenario=scenario_id, verdict=verdict, checks=checks, message=message, unreported=unreported)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from .process import ServerPorts
 
 STRICT_PORTS = "--strict-ports"
 ACCESS_LOG_EXCLUDE = "--uvicorn-access-log-exclude-prefixes"
+OUTPUT_PATH = "--output-path"
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class ServerSpec:
     def for_case(cls, case: Case, launcher: str) -> ServerSpec:
         entry = case.framework(launcher)
         env = tuple(sorted(entry.extra_env.items()))
-        return cls(launcher, case.model, entry.serve_args, env, case.num_gpus, entry.exclude_health_access_log)
+        model = model_path(case.model, f"case {case.id}")
+        return cls(launcher, model, entry.serve_args, env, case.num_gpus, entry.exclude_health_access_log)
 
     @property
     def key(self) -> str:
@@ -51,6 +54,21 @@ class ServerSpec:
         if self.serve_args or self.extra_env:
             key += ":" + hashlib.sha256(repr((self.serve_args, self.extra_env)).encode()).hexdigest()[:8]
         return key
+
+
+def model_path(model: str, where: str) -> str:
+    """A case's model with ``$VAR``, ``${VAR}`` and ``~`` expanded (a folder written on this machine, as the bundled
+    real-server cases name ``${DIFFPERF_MODELS}/tiny-FLUX.1-dev``); a variable left unset is an error."""
+    expanded = os.path.expanduser(os.path.expandvars(model))
+    unset = re.search(r"\$\{?(\w+)", expanded)
+    if unset:
+        raise DiffperfError(
+            f"{model!r} names the environment variable {unset[1]}, which is not set; set it to the folder that "
+            "holds the model (for the bundled real-server cases: bash scripts/sglang_cpu/setup.sh VENV prints it)",
+            source=where,
+            key="model",
+        )
+    return expanded
 
 
 def group_key(cases: Mapping[str, Case], launcher: str) -> Callable[[str], str]:
@@ -68,6 +86,7 @@ class Launcher:
     name = "sglang"
     sglang_args = True  # takes SGLang's serve args: a case's "sglang" entry serves it when it has none of its own
     writes_perf_log = True  # the server writes SGLang's performance.log to $SGLANG_PERF_LOG_DIR
+    writes_outputs = True  # the server writes each output to --output-path (SGLang's default: ./outputs/)
 
     def program(self) -> list[str]:
         return ["sglang"]
@@ -112,10 +131,27 @@ class Launcher:
             command += ["--scheduler-port", str(ports.scheduler), "--master-port", str(ports.master)]
         return command
 
+    def output_args(self, spec: ServerSpec, folder: Path) -> list[str]:
+        """Flags that keep what the server writes inside ``folder`` (the server's own log folder), where it would
+        write elsewhere by default: ``sglang serve`` writes every output into ``./outputs/`` of its working
+        directory (``--output-path``'s default), so it gets ``--output-path FOLDER/outputs`` unless the serve args
+        set it. The pool adds these to ``server_command``; a launcher whose server writes nothing returns []."""
+        args = shlex.split(os.path.expandvars(spec.serve_args))
+        if not self.writes_outputs or any(a == OUTPUT_PATH or a.startswith(f"{OUTPUT_PATH}=") for a in args):
+            return []
+        return [OUTPUT_PATH, str(folder / "outputs")]
+
     def env(self, spec: ServerSpec, perf_dir: Path) -> dict[str, str]:
+        """The case's ``extra_env``, SGLang's stage-logging and perf-log variables, and, when pytest runs from a
+        venv that is not on ``PATH`` (``VENV/bin/python -m pytest``), that venv's scripts after ``PATH``'s own: the
+        ``sglang`` installed beside the running pytest is found, one on ``PATH`` still wins."""
         env = {k: os.path.expandvars(v) for k, v in spec.extra_env}
         env[protocol.STAGE_LOGGING_ENV] = "1"
         env[protocol.PERF_LOG_DIR_ENV] = str(perf_dir)
+        scripts = str(Path(sys.executable).parent)
+        path = env.get("PATH", os.environ.get("PATH", ""))
+        if scripts not in path.split(os.pathsep):
+            env["PATH"] = os.pathsep.join(p for p in (path, scripts) if p)
         return env
 
     def request(self, base_url: str, case: Case, timeout: float) -> client.Output:
@@ -131,6 +167,7 @@ class ReferenceLauncher(Launcher):
     """The bundled CPU reference server, started with the same flags as ``sglang serve``."""
 
     name = "reference"
+    writes_outputs = False  # keeps outputs in memory unless given --output-path
 
     def program(self) -> list[str]:
         return [sys.executable, "-m", "pytest_diffperf.refserver"]

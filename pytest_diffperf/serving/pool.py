@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..platforms import DEVICE_ENV_VARS
 from .launchers import Launcher, ServerSpec, get_launcher
 from .process import (
     PROGRESS_EVERY_S,
@@ -35,11 +36,12 @@ class ServerStart:
     error: str | None = None
     command: str = ""
     ended: str | None = None  # how it ended (``ServerProcess.ended``); None: still running
+    devices: dict[str, str] = field(default_factory=dict)  # the devices it was given (its visible-devices variable)
 
     def info(self) -> dict[str, object]:
-        """The results file's form of a server that never served (failed to start): as ``ServerProcess.info``."""
-        return {"pid": self.pid, "port": self.port, "load_ms": self.load_ms, "log": self.log,
-                "command": self.command, "ended": self.ended}  # fmt: skip
+        """The results file's form of a server start (``ServerProcess.info``'s fields, and why a failed start failed)."""
+        return {"pid": self.pid, "port": self.port, "load_ms": self.load_ms, "log": self.log, "devices": self.devices,
+                "command": self.command, "ended": self.ended, "ready": self.ready, "error": self.error}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -123,9 +125,10 @@ class ServerPool:
         with free ports from the pool's range unless ``ports`` are given. Starts and creates nothing."""
         launcher = self.launcher or get_launcher(spec.launcher)
         perf_dir = self.workdir / f"server-{number or len(self.launches) + 1}"
-        ports = ports or server_ports(ports=self.ports)
+        ports = ports or server_ports(ports=self.ports, replicas=spec.num_gpus)
         env = {**launcher.env(spec, perf_dir), **self.device_env(spec.num_gpus)}
-        return ServerPlan(launcher.server_command(spec, ports), env, ports, perf_dir)
+        command = launcher.server_command(spec, ports) + launcher.output_args(spec, perf_dir)
+        return ServerPlan(command, env, ports, perf_dir)
 
     def spawn(self, spec: ServerSpec) -> None:
         """Begin starting ``spec``'s server (stopping any other first) without waiting for it: the next
@@ -147,7 +150,10 @@ class ServerPool:
         server = ServerProcess(plan.command, plan.env, plan.perf_dir / "server.log", plan.ports.http, watch=self.watch)
         name = self.label or f"server {number}"
         server.label, server.progress, server.progress_every = name, self.progress, self.progress_every
-        launch = ServerStart(spec.key, None, plan.ports.http, str(server.log_path), command=" ".join(plan.command))
+        devices = {k: v for k, v in plan.env.items() if k in DEVICE_ENV_VARS}
+        launch = ServerStart(
+            spec.key, None, plan.ports.http, str(server.log_path), command=" ".join(plan.command), devices=devices
+        )
         self.launches.append(launch)
         pending = _Pending(spec, server, launch, time.monotonic())
         self.progress(
@@ -176,7 +182,7 @@ class ServerPool:
 
     def _failed_start(self, pending: _Pending, exc: ServerError) -> None:
         self.release()
-        pending.launch.error = exc.headline()
+        pending.launch.error = exc.headline(last_log_line=True)
         pending.launch.ended = pending.server.ended
         note = f"(startup failed after {time.monotonic() - pending.started:.1f} s)"
         self._failed[pending.spec] = ServerError(exc.problem, exc.server, note)
@@ -192,6 +198,13 @@ class ServerPool:
         for launch in self.launches:
             if launch.pid is not None and launch.pid == server.pid:
                 launch.ended = server.ended
+
+    def started_since(self, first: int) -> list[dict[str, object]]:
+        """The starts from the ``first``-th on, as the results file lists them (a running server's end as it is now:
+        one that died mid-request says how)."""
+        if self._current:
+            self._update(self._current[1])
+        return [launch.info() for launch in self.launches[first:]]
 
     def last_start(self, spec: ServerSpec) -> ServerStart | None:
         """The latest start of ``spec``'s server (None: never started)."""

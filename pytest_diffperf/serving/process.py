@@ -22,6 +22,7 @@ import psutil
 import requests
 
 from .. import protocol
+from .._util.ports import server_port_range
 from ..errors import DiffperfFailure
 from ..platforms import DEVICE_ENV_VARS
 from . import watchdog
@@ -32,6 +33,9 @@ FATAL_PATTERNS = (
     "terminate called after throwing",
     "Aborted (core dumped)",
 )
+# A server that gives up on its own start says why in one line, then ends itself (SGLang 0.5.23 SIGTERMs its own
+# process group): that line is the reason, quoted in the failure's headline.
+ABORT_PATTERNS = ("Server warmup failed; aborting startup:",)
 TAIL_LINES = 200  # log lines kept for failure messages (access-log lines not counted)
 PROGRESS_EVERY_S = 15.0
 HEALTH_POLL_S = 1.0  # as SGLang's harness polls /health
@@ -162,48 +166,48 @@ def port_taken(error: ServerFailure) -> bool:
 
 
 def free_port(host: str = "127.0.0.1", ports: range | None = None) -> int:
-    """A port nothing listens on: any (chosen by the OS), or one from ``ports`` (tried in random order)."""
-    for port in random.sample(ports, len(ports)) if ports else [0]:
-        with socket.socket() as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
-    raise ServerError(f"no free port on {host} in {_span(ports)}" if ports else f"no free port on {host}")
+    """A port nothing listens on, from ``ports`` (tried in random order; default: every port outside the kernel's
+    ephemeral range, ``_util.ports``), so that no outgoing connection or port-0 bind takes it before the server."""
+    ports = server_port_range() if ports is None else ports
+    for port in random.sample(ports, len(ports)):
+        if _is_free(host, port):
+            return port
+    raise ServerError(f"no free port on {host} in {_span(ports)}")
 
 
 @dataclass(frozen=True)
 class ServerPorts:
-    """A server's ports: HTTP (``http + 1`` is free too: SGLang's broker binds it), scheduler and master."""
+    """A server's ports: HTTP (``http + 1`` is free too: SGLang's broker binds it), scheduler (with the
+    ``replicas - 1`` ports after it: SGLang's data-parallel replicas bind ``scheduler + i``) and master."""
 
     http: int
     scheduler: int
     master: int
+    replicas: int = 1
+
+    def all(self) -> list[int]:
+        """Every port the server binds by number."""
+        return [self.http, self.http + 1, *range(self.scheduler, self.scheduler + self.replicas), self.master]
 
 
-def server_ports(host: str = "127.0.0.1", ports: range | None = None) -> ServerPorts:
-    """Free, distinct ports for one server, from ``ports`` (an xdist worker's range) or any the OS gives."""
-    for _ in range(PORT_TRIES):
-        http = free_port(host, ports)
-        if (ports is None or http + 1 in ports) and _is_free(host, http + 1):
-            break
-    else:
-        raise ServerError(
-            f"no free pair of ports (port, port + 1) on {host}" + (f" in {_span(ports)}" if ports else "")
-        )
-    taken = {http, http + 1}
-    chosen = []
-    for _ in range(2):
+def server_ports(host: str = "127.0.0.1", ports: range | None = None, replicas: int = 1) -> ServerPorts:
+    """Free, distinct ports for one server, from ``ports`` (an xdist worker's range; default: every port outside
+    the ephemeral range): HTTP and HTTP + 1, ``replicas`` scheduler ports in a row, and the master port."""
+    ports = server_port_range() if ports is None else ports
+    taken: set[int] = set()
+
+    def block(size: int, what: str) -> int:
         for _ in range(PORT_TRIES):
-            port = free_port(host, ports)
-            if port not in taken:
-                break
-        else:
-            raise ServerError(f"no free scheduler/master port on {host}" + (f" in {_span(ports)}" if ports else ""))
-        taken.add(port)
-        chosen.append(port)
-    return ServerPorts(http, chosen[0], chosen[1])
+            first = free_port(host, ports)
+            span = range(first, first + size)
+            if span[-1] in ports and taken.isdisjoint(span) and all(_is_free(host, p) for p in span[1:]):
+                taken.update(span)
+                return first
+        raise ServerError(f"no free {what} on {host} in {_span(ports)}")
+
+    http = block(2, "pair of ports (port, port + 1)")
+    scheduler = block(replicas, "scheduler port" if replicas == 1 else f"{replicas} scheduler ports in a row")
+    return ServerPorts(http, scheduler, block(1, "master port"), replicas)
 
 
 def _is_free(host: str, port: int) -> bool:
@@ -247,6 +251,7 @@ class ServerProcess:
         self.ready_s: float | None = None  # from spawn until /health answered 200
         self.perf_log: Path = log_path.parent / protocol.PERF_LOG_FILE
         self.fatal: str | None = None
+        self.aborted: str | None = None  # the line in which the server said it gave up starting (ABORT_PATTERNS)
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self._left_out = 0  # access-log lines, not kept in the tail
         self._proc: subprocess.Popen[bytes] | None = None
@@ -323,7 +328,8 @@ class ServerProcess:
                     f"watchdog (pid {self.pid}) was killed by {exit_text(code)}, so its server process(es) "
                     f"{', '.join(map(str, orphans))} were stopped"
                 )
-            raise ServerError(f"{how} {when}", self.snapshot())
+            reason = f": {shorten(self.aborted)}" if self.aborted else ""
+            raise ServerError(f"{how} {when}{reason}", self.snapshot())
 
     def timed_out(self, what: str) -> None:
         """``what`` (a request) got no answer in time: the server is hung, and is never used again."""
@@ -386,6 +392,8 @@ class ServerProcess:
                     self.load_ms = (marker - self._spawn_ns) / 1e6
                 if self.fatal is None and any(p in line for p in FATAL_PATTERNS):
                     self.fatal = line.strip()
+                if self.aborted is None:
+                    self.aborted = next((line[line.index(p) :].strip() for p in ABORT_PATTERNS if p in line), None)
 
     def tail(self) -> str:
         return "\n".join(self._tail)

@@ -13,10 +13,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._util.ports import server_port_range
 from .._util.values import BadValue
 from ..errors import DiffperfError
 
-WORKER_PORTS = range(20000, 32000)  # below Linux's ephemeral range, split among xdist workers
+WORKER_PORTS = server_port_range()  # outside the kernel's ephemeral range, split among xdist workers
 
 
 def visible_devices(
@@ -45,7 +46,7 @@ def device_list(text: str) -> tuple[str, ...]:
 class DeviceShare:
     var: str
     devices: tuple[str, ...] | None  # None: not managed
-    ports: range | None = None  # None: any free port
+    ports: range | None = None  # None: any free port outside the ephemeral range
     owner: str = "this run"
 
     def env(self, num_gpus: int, slot: int = 0) -> dict[str, str]:

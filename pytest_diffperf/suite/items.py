@@ -37,7 +37,7 @@ from ..serving.measure import Sample, measure
 from ..serving.process import ServerProcess
 from .consistency import check_case_output
 from .regen import REGEN_PROPERTY, get_regen
-from .report import RESULT_PROPERTY, SCENARIO_PROPERTY, SERVER_PROPERTY
+from .report import RESULT_PROPERTY, SCENARIO_PROPERTY, SERVER_PROPERTY, SERVERS_PROPERTY
 from .session import DiffperfSession
 from .stash import SCENARIO_KEY, get_session
 from .verdictsettings import ABRun
@@ -100,6 +100,7 @@ class ScenarioItem(pytest.Item):
         self.spec = session.spec(self.name)
         self.server: ServerProcess | None = None
         self.meter: Meter | None = None  # from before the server is got until the requests end
+        self._first_start: int | None = None  # the pool's first start made for this scenario (None: none asked)
         self.stash[SCENARIO_KEY] = self.name
         self.user_properties.append((SCENARIO_PROPERTY, self.name))
         reason = session.not_expressible.get(self.name) if self.case is None else None
@@ -112,6 +113,7 @@ class ScenarioItem(pytest.Item):
         if self.spec is not None and self.case is not None:
             session = _session(self.config)
             pool = session.pool
+            self._first_start = len(pool.launches)
             self.meter = session.interference.meter(self.spec.num_gpus)
             try:
                 self.server = pool.get(self.spec)
@@ -120,6 +122,16 @@ class ScenarioItem(pytest.Item):
                 if start is not None:
                     self.user_properties.append((SERVER_PROPERTY, json.dumps(start.info())))
                 raise
+            finally:
+                self._record_starts()
+
+    def _record_starts(self) -> None:
+        """Every server this scenario started (port retries and re-measures included, failed starts too), for the
+        results file's ``servers``: a property the collector gathers from every report (xdist-safe)."""
+        if self._first_start is None:
+            return
+        starts = _session(self.config).pool.started_since(self._first_start)
+        self.user_properties.append((SERVERS_PROPERTY, json.dumps(starts)))
 
     def _compares(self) -> bool:
         return _session(self.config).consistency is not None and bool(self.case and self.case.run_consistency_check)
@@ -151,6 +163,8 @@ class ScenarioItem(pytest.Item):
             if self.server is not None:  # the server that failed: for the results file
                 self.user_properties.append((SERVER_PROPERTY, json.dumps(self.server.info())))
             raise
+        finally:
+            self._record_starts()
         messages = self._judged(session, result, samples[0].output)
         if messages:
             raise ScenarioFailure("\n\n".join(messages) + f"\n\n{self.server.log_section()}")

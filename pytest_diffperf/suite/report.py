@@ -25,7 +25,7 @@ from ..results.model import RESULTS_VERSION, ScenarioResult, fails_run
 from ..results.nextsteps import RunContext, details, wrapped
 from ..results.provenance import Provenance, collect, machine_note
 from ..results.stepsummary import markdown, totals
-from ..results.tables import REASON_WIDTH, ordered, summary_table
+from ..results.tables import REASON_WIDTH, ordered, summary_table, unreported_line
 from .logdir import describe
 from .options import detached_paths_note
 from .regen import get_regen
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 RESULT_PROPERTY = "diffperf_result"
 SCENARIO_PROPERTY = "diffperf_scenario"
 SERVER_PROPERTY = "diffperf_server"  # the server of a scenario that failed without a result (JSON)
+SERVERS_PROPERTY = "diffperf_servers"  # every server a scenario started, failed starts included (JSON list)
 
 
 class ResultsCollector:
@@ -50,6 +51,7 @@ class ResultsCollector:
         self._provenance: Provenance | None = None
         self._config: pytest.Config | None = None
         self._scenarios: dict[str, str] = {}  # node id -> scenario, from the first report that names it
+        self._started: dict[tuple[object, object, object], dict[str, Any]] = {}  # (pid, port, log) -> server start
 
     # -- gathering -------------------------------------------------------------------------------
     @pytest.hookimpl
@@ -63,6 +65,8 @@ class ResultsCollector:
         if scenario is None:
             return
         self._scenarios[report.nodeid] = str(scenario)
+        for start in json.loads(str(props[SERVERS_PROPERTY])) if SERVERS_PROPERTY in props else ():
+            self._started[start["pid"], start["port"], start["log"]] = start
         if RESULT_PROPERTY in props:
             self.results[report.nodeid] = ScenarioResult.model_validate_json(str(props[RESULT_PROPERTY]))
         current = self.results.get(report.nodeid, None)
@@ -137,6 +141,9 @@ class ResultsCollector:
         interference = run_line(results)
         if interference is not None:
             terminalreporter.write_line(f"diffperf: interference: {interference}")
+        unreported = unreported_line(results)
+        if unreported is not None:
+            terminalreporter.write_line(f"diffperf: {unreported}")
         if session is not None and session.settings.diffperf_compare_to is not None:
             for line in comparison_lines(session, results, terminalreporter.config):
                 terminalreporter.write_line(line)
@@ -207,8 +214,18 @@ class ResultsCollector:
             ),
             "rows": [row for r in results for row in r.rows],
             "scenarios": [{k: v for k, v in r.document().items() if k != "rows"} for r in results],  # rows: above
-            "servers": list({(r.server["pid"], r.server["port"]): r.server for r in results if r.server}.values()),
+            "servers": self.servers(results),
         }
+
+    def servers(self, results: list[ScenarioResult]) -> list[dict[str, Any]]:
+        """Every server the run started, in the order they started (a failed start, a start on other ports after a
+        port was taken, a fresh server of a re-measure), then any other a result names (an A/B run's)."""
+        started = list(self._started.values())
+        known = {(s["pid"], s["port"]) for s in started}
+        named = {(r.server["pid"], r.server["port"]): r.server for r in results if r.server}
+        for server in (s for r in results if r.ab for s in r.ab.servers):  # A/B: each side's, from its own pools
+            named.setdefault((server["pid"], server["port"]), server)
+        return started + [server for key, server in named.items() if key not in known]
 
 
 def crash_line(report: pytest.TestReport) -> str:

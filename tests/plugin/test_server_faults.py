@@ -42,4 +42,6 @@ def test_results_name_the_server_that_failed(pytester, suite, flags, ended):
     assert doc["scenarios"][0]["outcome"] == "error"
     assert server["ended"] == ended and server["pid"] and flags in server["command"]
     assert server["log"].endswith("server-1/server.log")
-    assert doc["servers"] == [server]
+    (listed,) = doc["servers"]
+    assert {k: listed[k] for k in server} == server  # the same server, and whether it got ready
+    assert listed["ready"] is (flags != "--inject-fail-startup") and (listed["error"] is None) is listed["ready"]

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
+from pathlib import Path
 
 import pytest
 import requests
 
 from pytest_diffperf import protocol
 from pytest_diffperf.cases import Case
+from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.launchers import Launcher, ReferenceLauncher, ServerSpec
 from pytest_diffperf.serving import measure as runner
 from pytest_diffperf.serving import perflog
 from pytest_diffperf.serving.client import RequestError
 from pytest_diffperf.serving.process import ServerError, ServerPorts, ServerProcess, server_ports
+from tests.support.suite import tiny_case
 
 
 def spec(serve_args: str = "", model: str = "tiny/flux-t2i") -> ServerSpec:
@@ -55,6 +60,34 @@ def test_server_command_adds_scheduler_and_master_ports_only_to_sglangs_command_
             return ["other-serve", "--port", str(port)]
 
     assert Other().server_command(spec(), ports) == ["other-serve", "--port", "30000"]
+
+
+def test_sglang_writes_its_outputs_into_the_servers_folder_unless_the_serve_args_say_where(tmp_path):
+    assert Launcher().output_args(spec(), tmp_path) == ["--output-path", str(tmp_path / "outputs")]
+    assert Launcher().output_args(spec("--output-path /data/out"), tmp_path) == []
+    assert Launcher().output_args(spec("--output-path=/data/out"), tmp_path) == []
+    assert ReferenceLauncher().output_args(spec(), tmp_path) == []  # it keeps outputs in memory
+
+
+def test_a_case_model_names_a_folder_through_a_variable(monkeypatch):
+    case = Case.model_validate(tiny_case("real", model="${DIFFPERF_MODELS}/tiny-FLUX.1-dev"))
+    monkeypatch.setenv("DIFFPERF_MODELS", "/opt/models")
+    assert ServerSpec.for_case(case, "sglang").model == "/opt/models/tiny-FLUX.1-dev"
+    monkeypatch.delenv("DIFFPERF_MODELS")
+    with pytest.raises(DiffperfError) as info:
+        ServerSpec.for_case(case, "sglang")
+    assert str(info.value).startswith(
+        "case real: model: '${DIFFPERF_MODELS}/tiny-FLUX.1-dev' names the environment variable DIFFPERF_MODELS, "
+        "which is not set; set it to the folder that holds the model"
+    )
+
+
+def test_the_sglang_beside_the_running_python_is_found_after_paths_own(tmp_path, monkeypatch):
+    scripts = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", "/usr/bin")
+    assert Launcher().env(spec(), tmp_path)["PATH"] == f"/usr/bin{os.pathsep}{scripts}"
+    monkeypatch.setenv("PATH", f"{scripts}{os.pathsep}/usr/bin")
+    assert "PATH" not in Launcher().env(spec(), tmp_path)  # already there: the environment is left as it is
 
 
 def test_server_ports_are_distinct_in_the_range_and_keep_port_plus_one_free():

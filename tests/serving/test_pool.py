@@ -31,9 +31,9 @@ def first_ports_taken(monkeypatch, port: int, times: int) -> None:
     """The first ``times`` starts get ``port`` as their HTTP port, as if it was taken after the probe."""
     calls = []
 
-    def racing(host: str = "127.0.0.1", ports: range | None = None) -> ServerPorts:
+    def racing(host: str = "127.0.0.1", ports: range | None = None, replicas: int = 1) -> ServerPorts:
         calls.append(port)
-        real = server_ports(host, ports)
+        real = server_ports(host, ports, replicas)
         return ServerPorts(port, real.scheduler, real.master) if len(calls) <= times else real
 
     monkeypatch.setattr(pool_module, "server_ports", racing)

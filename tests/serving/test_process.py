@@ -82,3 +82,26 @@ def test_load_marker_gives_load_time_and_stop_kills_the_whole_tree(tmp_path):
     assert server.load_ms is not None and 0 < server.load_ms < 20000
     server.stop()
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in tree)
+
+
+def test_a_server_that_gives_up_its_start_is_reported_with_the_line_that_says_why(tmp_path):
+    """As SGLang 0.5.23 does when its warmup fails: one line saying why, then SIGTERM to itself."""
+    server = script_server(
+        tmp_path,
+        """
+        import os, signal
+        print("[12-05 14:10:02] Server warmup failed; aborting startup: RuntimeError: mat1 and mat2 differ")
+        print("shutting down")
+        os.kill(os.getpid(), signal.SIGTERM)
+    """,
+    )
+    server.start()
+    try:
+        with pytest.raises(ServerError) as info:
+            server.wait_ready(timeout=30)
+    finally:
+        server.stop()
+    assert info.value.problem == (
+        "was killed by signal SIGTERM while starting: "
+        "Server warmup failed; aborting startup: RuntimeError: mat1 and mat2 differ"
+    )
