@@ -12,15 +12,17 @@ import logging
 import os
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 from .._util.lifecycle import exit_as
 from ..protocol import FORKSERVER_ENV
+from .export import EXPORTS, builtin_model, export, exported
 from .faults import Faults, parse_delay
 from .forkserver import serve_forked, serve_forks
 from .memory import SNAPSHOT_MODES
 from .sglang_flags import add_sglang_flags, bool_flag, drop_component_flags
-from .specs import MODELS, parse_size
+from .specs import MODELS, ModelSpec, parse_size
 from .worker import ServerConfig, warmup_request
 
 THREADS_ENV = "DIFFPERF_REFSERVER_THREADS"
@@ -40,6 +42,17 @@ def _delay(text: str) -> tuple[str, float]:
         return parse_delay(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _model(text: str) -> str:
+    """A built-in model, named by its id or by a folder ``export`` wrote (the same modules and seeds): as given, for
+    the routes that report the model path (SGLang reports ``--model-path`` as given)."""
+    if builtin_model(text) is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a built-in model ({', '.join(sorted(MODELS))}) nor a folder of one written by "
+            f"`diffperf-refserver export` ({', '.join(e.folder for e in EXPORTS.values())})"
+        )
+    return text
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -83,6 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the built-in models (tiny, seeded, built on CPU): each one's id, task, default size and steps.",
     )
 
+    exporter = sub.add_parser(
+        "export",
+        help="write built-in models as diffusers model folders (for a real server, such as sglang serve)",
+        description="Write each MODEL (or every built-in model with --all) as a diffusers model folder under DIR, "
+        "named so that SGLang detects its family (tiny-FLUX.1-dev, ...): the reference server's modules and seeds. "
+        "A folder already complete is kept unless --force.",
+    )
+    exporter.add_argument("dir", metavar="DIR", help="the folder to write the model folders into")
+    exporter.add_argument("models", nargs="*", metavar="MODEL", help=f"built-in model: {', '.join(sorted(EXPORTS))}")
+    exporter.add_argument("--all", action="store_true", help="every built-in model")
+    exporter.add_argument("--force", action="store_true", help="write folders that are already complete again")
+
     forks = sub.add_parser(
         "forkserver",
         help="import the server's libraries once and fork each serve (the test suite's)",
@@ -95,9 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--model-path",
         required=True,
-        choices=sorted(MODELS),
+        type=_model,
         metavar="MODEL",
-        help=f"built-in model: {', '.join(sorted(MODELS))}",
+        help=f"built-in model: {', '.join(sorted(MODELS))}; or a folder `export` wrote (its name says which)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument(
@@ -254,19 +279,25 @@ class _AccessLogFilter(logging.Filter):
         return not (isinstance(path, str) and path.startswith(self.prefixes))
 
 
+def _spec(args: argparse.Namespace) -> ModelSpec:
+    model = builtin_model(args.model_path)
+    assert model is not None  # checked by _model
+    return MODELS[model]
+
+
 def checked_warmups(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[dict[str, Any]]:
     """``warmup_runs``, each checked as a request of the model (a usage error, exit 2, if one is not)."""
     runs = warmup_runs(args)
     for run in runs:
         try:
-            warmup_request(MODELS[args.model_path], run, seed=args.seed, num_gpus=args.num_gpus)
+            warmup_request(_spec(args), run, seed=args.seed, num_gpus=args.num_gpus)
         except (TypeError, ValueError) as exc:
             parser.error(f"--warmup-sampling-params: {exc}")
     return runs
 
 
 def serve(args: argparse.Namespace, runs: list[dict[str, Any]]) -> int:
-    spec = MODELS[args.model_path]
+    spec = _spec(args)
     threads = args.num_threads or int(os.environ.get(THREADS_ENV) or 1)
     for var in (
         "OMP_NUM_THREADS",
@@ -319,6 +350,7 @@ def serve(args: argparse.Namespace, runs: list[dict[str, Any]]) -> int:
         memory_snapshots=args.memory_snapshots,
         output_path=args.output_path,
         request_files_dir=args.request_files_dir,
+        model_path=args.model_path,
     )
     app = create_app(config)
     url_host = f"[{args.host}]" if ":" in args.host else args.host
@@ -328,6 +360,23 @@ def serve(args: argparse.Namespace, runs: list[dict[str, Any]]) -> int:
     )
     uvicorn_config = uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=3)
     uvicorn.Server(uvicorn_config).run(sockets=[sock])
+    return 0
+
+
+def export_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``export``: each model's folder, written unless complete; one line per model."""
+    models = sorted(EXPORTS) if args.all else args.models
+    if not models:
+        parser.error("export: name a MODEL or pass --all")
+    unknown = [m for m in models if m not in EXPORTS]
+    if unknown:
+        parser.error(f"export: unknown model {unknown[0]!r}; built-in: {', '.join(sorted(EXPORTS))}")
+    root = Path(args.dir)
+    for model in models:
+        if exported(root, model) and not args.force:
+            print(f"{model}: {root / EXPORTS[model].folder} (kept)")
+            continue
+        print(f"{model}: {export(model, root)}", flush=True)
     return 0
 
 
@@ -342,6 +391,8 @@ def main(argv: list[str] | None = None, fork: bool = True) -> int:
         for spec in MODELS.values():
             print(f"{spec.name}\t{spec.task_type.value}\t{spec.width}x{spec.height}, {spec.steps} steps")
         return 0
+    if args.command == "export":
+        return export_models(args, parser)
     if args.command == "forkserver":
         return serve_forks(args.socket, lambda argv: main(argv, fork=False))
     runs = checked_warmups(args, parser)

@@ -27,9 +27,9 @@ router = APIRouter()
 def _model_card(server: RefServer) -> ModelCard:
     spec = server.spec
     return ModelCard(
-        id=spec.name,
+        id=server.model_path,
         created=server.started,
-        root=spec.name,
+        root=server.model_path,
         num_gpus=server.config.num_gpus,
         task_type=spec.task_type.value,
         supported_task_types=[spec.task_type.value],
@@ -52,7 +52,7 @@ async def list_models(server: ServerDep) -> ModelList:
 
 @router.get(protocol.MODELS_PATH + "/{model:path}", response_model=None)
 async def retrieve_model(model: str, server: ServerDep) -> JSONResponse | ModelCard:
-    if model != server.spec.name:
+    if model != server.model_path:
         error = {
             "message": f"The model '{model}' does not exist",
             "type": "invalid_request_error",
@@ -67,7 +67,7 @@ async def retrieve_model(model: str, server: ServerDep) -> JSONResponse | ModelC
 async def models_info(server: ServerDep) -> ModelsInfo:
     spec = server.spec
     return ModelsInfo(
-        model_path=spec.name,
+        model_path=server.model_path,
         num_gpus=server.config.num_gpus,
         task_type=spec.task_type.value,
         supported_task_types=[spec.task_type.value],
@@ -78,7 +78,7 @@ async def models_info(server: ServerDep) -> ModelsInfo:
 
 @router.get("/server_info")
 async def server_info(server: ServerDep) -> ServerInfo:
-    name = server.spec.name
+    name = server.model_path
     return ServerInfo(model_path=name, served_model_name=name, version=_version())
 
 
@@ -86,7 +86,7 @@ async def server_info(server: ServerDep) -> ServerInfo:
 async def model_info(server: ServerDep) -> ModelInfo:
     spec, task = server.spec, server.spec.task_type
     return ModelInfo(
-        model_path=spec.name,
+        model_path=server.model_path,
         architectures=[spec.pipeline_class],
         has_image_understanding=task.accepts_image,
         task_type=task.value,
@@ -98,7 +98,7 @@ async def model_info(server: ServerDep) -> ModelInfo:
 
 @router.get("/v1/model_info")
 async def v1_model_info(server: ServerDep) -> dict[str, str]:
-    return {"model_path": server.spec.name}
+    return {"model_path": server.model_path}
 
 
 # ---- LoRA (unsupported: answered as SGLang answers a scheduler failure) -----------------------

@@ -1,7 +1,7 @@
 """The ``sglang serve`` flags the reference server accepts without using them, and the ones it rejects.
 
-The table is SGLang 0.5.23's ``ServerArgs.add_cli_args`` (``runtime/server_args/server_args.py``),
-less the flags ``cli.py`` implements. They change how a real server places, parallelises, compiles
+The table is SGLang 0.5.23's ``ServerArgs.add_cli_args`` (``runtime/server_args/server_args.py``) and
+``PipelineConfig.add_cli_args`` (``configs/pipeline_configs/base.py``), less the flags ``cli.py`` implements. They change how a real server places, parallelises, compiles
 or caches a model, none of which exists on one CPU thread; the reference server parses them (so a
 command line written for ``sglang serve`` starts it) and ignores them. Component flags SGLang reads
 from the leftover arguments (``--<component>-path``, ``--<component>-weights-path``,
@@ -167,6 +167,17 @@ IGNORED_FLAGS: tuple[tuple[tuple[str, ...], Arity], ...] = (
     (("--srt-encoder-timeout",), VALUE),
     (("--pe-server-url",), VALUE),
     (("--prompt-enhancer-config",), VALUE),
+    # PipelineConfig.add_cli_args (configs/pipeline_configs/base.py): the pipeline's own flags, which sglang serve
+    # takes beside ServerArgs' (a case for SGLang's CPU path passes --text-encoder-precisions fp32 fp32)
+    (("--vae-tiling",), BOOL),
+    (("--diffusion-decoder-tiling",), BOOL),
+    (("--diffusion-decoder-parallel-tiling",), BOOL),
+    (("--vae-slicing",), BOOL),
+    (("--vae-sp",), BOOL),
+    (("--text-encoder-precisions",), MULTI),
+    (("--dmd-denoising-steps",), VALUE),
+    (("--realtime-causal-sink-size",), VALUE),
+    (("--realtime-causal-kv-cache-num-frames",), VALUE),
 )
 
 REJECTED_FLAGS: dict[str, str] = {

@@ -122,7 +122,7 @@ async def create_video(request: Request, server: ServerDep) -> VideoResponse:
     )
     dump = req.perf_dump_path
     dump = request_path(dump, "perf_dump_path", server.config.request_files_dir) if dump is not None else None
-    job = VideoJob(str(uuid.uuid4()), params, req.model or spec.name, dump, compression)
+    job = VideoJob(str(uuid.uuid4()), params, req.model or server.model_path, dump, compression)
     server.videos[job.id] = job
     body = job.response()  # taken before the worker can pick the job up: always "queued"
     server.worker.submit(lambda: server.run_video(job))

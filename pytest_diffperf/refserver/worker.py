@@ -49,6 +49,7 @@ class ServerConfig:
     memory_snapshots: SnapshotMode = "device"
     output_path: str | None = None
     request_files_dir: str | None = None  # file paths in requests (perf_dump_path, input_reference) only in here
+    model_path: str | None = None  # --model-path as given (the routes report it, as SGLang's); None: the model's id
 
 
 def warmup_request(spec: ModelSpec, overrides: dict[str, Any], *, seed: int, num_gpus: int) -> GenParams:
@@ -91,6 +92,7 @@ class RefServer:
     def __init__(self, config: ServerConfig, on_ready: Callable[[], None]):
         self.config = config
         self.spec = config.spec
+        self.model_path = config.model_path or config.spec.name  # what the routes report as the model
         self.worker = Worker()
         self.memory = MemoryTracker(config.memory_snapshots)
         self.perflog = PerfLog()

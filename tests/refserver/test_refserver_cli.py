@@ -33,7 +33,7 @@ def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
             ["serve", "--model-path", "tiny/flux-t2i", "--bogus-flag"],
             "unrecognized arguments: --bogus-flag",
         ),
-        (["serve", "--model-path", "tiny/nope"], "invalid choice: 'tiny/nope'"),
+        (["serve", "--model-path", "tiny/nope"], "'tiny/nope' is neither a built-in model"),
         (
             ["serve", "--model-path", "tiny/flux-t2i", "--warmup-mode", "later"],
             "invalid choice: 'later'",
