@@ -15,6 +15,7 @@ from .clip import Embedder, get_embedder
 from .config import ConsistencyConfig
 from .metrics import check_frame, cosine, pixel_metrics
 from .result import PREFIX, ConsistencyFailure, ConsistencyResult, FrameResult, frame_line, thresholds_line
+from .sglangrules import Kind, regen_subtree
 from .thresholds import Thresholds
 
 
@@ -40,8 +41,13 @@ def check_output(
         return ConsistencyResult(case_id, num_gpus, is_video, "skipped", message=cfg.skip_reason)
     gt_dir = cfg.require_gt_dir()
     picks = _picks(frames, is_video, cfg)
-    names = groundtruth.gt_names(case_id, num_gpus, is_video, output_ext, [label for _, label in picks])
-    located = groundtruth.locate(gt_dir, cfg.platform, names, is_video)
+    labels = [label for _, label in picks]
+    names = groundtruth.gt_names(case_id, num_gpus, is_video, output_ext, labels)
+    if cfg.sglang is not None:
+        kind: Kind = "video" if is_video else "image"
+        located = cfg.sglang.locate(case_id, num_gpus, kind, output_ext, tuple(labels))
+    else:
+        located = groundtruth.locate(gt_dir, cfg.platform, names, is_video)
     result = ConsistencyResult(case_id, num_gpus, is_video, "fail", thresholds=thresholds)
     outs = [frames[index] for index, _ in picks]
     if located.missing:
@@ -93,9 +99,15 @@ def _regenerate(
     gt_dir = cfg.require_gt_dir()
     picks = _picks(frames, is_video, cfg)
     files = _gt_files(case_id, num_gpus, is_video, output_ext, frames, picks, media)
-    folder = groundtruth.locate(gt_dir, cfg.platform, list(files), is_video).folder
-    groundtruth.write(gt_dir, {folder / name: data for name, data in files.items()})
-    paths = [str(folder / name) for name in files]
+    if cfg.sglang is not None:  # a data-repository clone: where SGLang's GT generation puts new files
+        labels = tuple(label for _, label in picks)
+        rels = cfg.sglang.regen_files(case_id, num_gpus, "video" if is_video else "image", output_ext, labels)
+        targets = {gt_dir / rel: data for rel, data in zip(rels, files.values(), strict=True)}
+    else:
+        folder = groundtruth.locate(gt_dir, cfg.platform, list(files), is_video).folder
+        targets = {folder / name: data for name, data in files.items()}
+    groundtruth.write(gt_dir, targets)
+    paths = [str(path) for path in targets]
     return ConsistencyResult(
         case_id, num_gpus, is_video, "regenerated", message=f"wrote {', '.join(paths)}", gt_files=paths
     )
@@ -127,8 +139,18 @@ def _fail_missing(
 ) -> None:
     gt_dir = cfg.require_gt_dir()
     folder = artifacts.ready_folder(cfg.artifacts_dir, ready)
-    where = f"{gt_dir}" + (f" (nor in {gt_dir / cfg.platform})" if cfg.platform else "")
     result.reason = "missing-gt"
+    if located.tried:
+        assert cfg.sglang is not None
+        result.message = (
+            f"{PREFIX} no ground truth for case {result.case_id} ({result.num_gpus} GPU) in {cfg.sglang.tree.label}; "
+            f"tried, in order:\n" + "\n".join(f"    {where}" for where in located.tried) + "\n"
+            f"  this run's output is ready under the expected names in {folder}\n"
+            f"  add them to the data repository's {regen_subtree(cfg.sglang.npu)}/ "
+            f"(a pull request), or write them into a local clone with --regen-ground-truth -k {result.case_id}"
+        )
+        raise ConsistencyFailure(result)
+    where = f"{gt_dir}" + (f" (nor in {gt_dir / cfg.platform})" if cfg.platform else "")
     result.message = (
         f"{PREFIX} no ground truth for case {result.case_id} ({result.num_gpus} GPU): "
         f"{', '.join(names[i] for i in located.missing)} not found in {where}\n"

@@ -36,10 +36,12 @@ def gt_names(case_id: str, num_gpus: int, is_video: bool, ext: str, labels: list
 
 @dataclass(frozen=True)
 class Located:
-    """Where a case's GT lives: the folder used, the file per name (None where missing)."""
+    """Where a case's GT lives: the folder used, the file per name (None where missing); ``tried``: every
+    candidate of a lookup by SGLang's rules, in order (empty for a plain folder)."""
 
     folder: Path
     files: list[Path | None]
+    tried: tuple[str, ...] = ()
 
     @property
     def missing(self) -> list[int]:
