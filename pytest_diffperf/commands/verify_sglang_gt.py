@@ -114,6 +114,8 @@ def _compare(
         note += f"; explained: the plugin does not try {len(foreign)} file(s) outside the pinned repository"
     if kind == "action":
         return f"not expressible: SGLang's lookup is equal ({len(mine)} candidates), but action outputs are not run"
+    if getattr(tc.sampling_params, "expect_audio_output", False):
+        note += "; audio (_audio.wav) not expressible: the plugin does not decode audio"
     return f"equal ({len(mine)} candidates){note}"
 
 

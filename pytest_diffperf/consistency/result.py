@@ -48,6 +48,7 @@ class ConsistencyResult:
     gt_files: list[str] = field(default_factory=list)
     integrity: str = ""  # "verified" or why not
     artifacts: list[str] = field(default_factory=list)
+    not_compared: list[str] = field(default_factory=list)  # outputs SGLang compares that this check does not, why
 
     @property
     def passed(self) -> bool:
@@ -76,6 +77,7 @@ class ConsistencyResult:
             "gt_files": self.gt_files,
             "integrity": self.integrity,
             "artifacts": self.artifacts,
+            "not_compared": self.not_compared,
         }
 
 
