@@ -43,8 +43,8 @@ def check_output(
     picks = _picks(frames, is_video, cfg)
     labels = [label for _, label in picks]
     names = groundtruth.gt_names(case_id, num_gpus, is_video, output_ext, labels)
+    kind: Kind = "video" if is_video else "image"
     if cfg.sglang is not None:
-        kind: Kind = "video" if is_video else "image"
         located = cfg.sglang.locate(case_id, num_gpus, kind, output_ext, tuple(labels))
     else:
         located = groundtruth.locate(gt_dir, cfg.platform, names, is_video)
@@ -52,6 +52,9 @@ def check_output(
     outs = [frames[index] for index, _ in picks]
     if located.missing:
         ready = _gt_files(case_id, num_gpus, is_video, output_ext, frames, picks, media)
+        if cfg.sglang is not None:  # as the data repository holds them: sglang_generated/<SGLang's name>
+            rels = cfg.sglang.regen_files(case_id, num_gpus, kind, output_ext, tuple(labels))
+            ready = dict(zip(rels, ready.values(), strict=True))
         _fail_missing(result, cfg, located, names, ready)
     paths = [p for p in located.files if p is not None]
     result.gt_files = [str(p) for p in paths]
@@ -145,7 +148,7 @@ def _fail_missing(
         result.message = (
             f"{PREFIX} no ground truth for case {result.case_id} ({result.num_gpus} GPU) in {cfg.sglang.tree.label}; "
             f"tried, in order:\n" + "\n".join(f"    {where}" for where in located.tried) + "\n"
-            f"  this run's output is ready under the expected names in {folder}\n"
+            f"  this run's output is ready under SGLang's names in {folder / regen_subtree(cfg.sglang.npu)}\n"
             f"  add them to the data repository's {regen_subtree(cfg.sglang.npu)}/ "
             f"(a pull request), or write them into a local clone with --regen-ground-truth -k {result.case_id}"
         )

@@ -25,12 +25,10 @@ class SGLangGT:
     how: str  # where the source came from, for the header ("pinned by ...", "given")
 
     def describe(self) -> str:
-        kind = "NPU pin" if self.npu else "pin"
-        cached = f", cached in {self.tree.root}" if self.tree.fetcher is not None else ""
-        return (
-            f"GT {self.tree.label} ({self.how}; {kind}; lookup of {self.rules.source}: {self.rules.generation}, "
-            f"platform folder {'none (NPU: ascend/)' if self.npu else self.platform + '/'}{cached})"
-        )
+        rules = "the newest lookup" if self.rules.source == "default" else f"the lookup of {self.rules.source}"
+        first = "ascend/ first" if self.npu else f"{self.platform}/ first"
+        cached = f"; cached in {self.tree.root}" if self.tree.fetcher is not None else ""
+        return f"GT {self.tree.label} ({self.how}; {rules}: {self.rules.generation}, {first}{cached})"
 
     def candidates(
         self, case_id: str, num_gpus: int, kind: Kind, output_format: str | None, labels: tuple[str, ...]
@@ -109,9 +107,9 @@ def open_source(
         pin = rules.pin(npu)
         if pin is None:
             url = rules.npu_root_url if npu else rules.root_url
-            return _opened(url_tree(url, env), rules, platform, npu, f"pinned by {rules.source}")
+            return _opened(url_tree(url, env), rules, platform, npu, "the pin of SGLang's test_utils.py")
         repo, revision, path = pin
-        how = f"{'NPU pin' if npu else 'pin'} of {rules.source}"
+        how = f"the {'NPU pin' if npu else 'pin'} of SGLang's test_utils.py"
         return _opened(github_tree(repo, revision, path, env), rules, platform, npu, how)
     if spec.repo is not None and spec.revision is not None:
         return _opened(github_tree(spec.repo, spec.revision, spec.path, env), given_rules, platform, npu, "given")

@@ -143,7 +143,8 @@ def test_missing_ground_truth_names_every_candidate_tried(data_repo, tmp_path, m
     assert message.index(tried[0]) < message.index(tried[3]) < message.index(tried[5])
     assert all(url in message for url in tried) and "official_generated" not in message
     assert "add them to the data repository's sglang_generated/" in message
-    assert (tmp_path / "art" / "missing-gt" / "nope_1gpu.png").is_file()
+    assert (tmp_path / "art" / "missing-gt" / "sglang_generated" / "nope_1gpu.png").is_file()
+    assert f"ready under SGLang's names in {tmp_path / 'art' / 'missing-gt' / 'sglang_generated'}" in message
 
 
 def test_the_release_pin_and_the_npu_pin(tmp_path):
