@@ -1,7 +1,7 @@
 """`diffperf verify-sglang`'s ground-truth column: the candidate files a release's own lookup tries for a case
 against the plugin's (``consistency.gtlookup`` by the rules read from the same ``test_utils.py``).
 
-SGLang's ``_find_remote_consistency_gt_files`` (or the action lookup) runs on the loaded harness with its
+SGLang's ``_find_remote_consistency_gt_files`` (or the audio or action lookup) runs on the loaded harness with its
 ``requests`` answered offline: every file 404 but a video's first frames (so that every release probes each
 group of frames whole: 0.5.12 stops at a group's first missing frame), the case map (from 0.5.17) a
 synthetic one declaring each case's files official (so the official branch is exercised on both sides),
@@ -32,6 +32,12 @@ TEST_UTILS = f"{MG}.test.test_utils"
 PLATFORM_ENV = "SGLANG_DIFFUSION_CONSISTENCY_PLATFORM"
 LABELS = ("0", "mid", "last")  # SGLang's key frames
 LAST = LABELS[-1]
+FINDERS = {
+    "image": "_find_remote_consistency_gt_files",
+    "video": "_find_remote_consistency_gt_files",
+    "audio": "_find_remote_audio_consistency_gt_files",
+    "action": "_find_remote_action_consistency_gt_files",
+}  # SGLang's lookup of each kind of output
 NOT_EXPRESSIBLE_KINDS = {
     "3d": "a mesh: SGLang compares no ground truth for it",
 }
@@ -115,7 +121,11 @@ def _compare(
     if kind == "action":
         return f"not expressible: SGLang's lookup is equal ({len(mine)} candidates), but action outputs are not run"
     if getattr(tc.sampling_params, "expect_audio_output", False):
-        note += "; audio (_audio.wav) not expressible: the plugin does not decode audio"
+        audio_theirs = _sglang_candidates(module, rules, tc.id, num_gpus, "audio", None, npu, case_map)
+        audio_mine = [rel for group in lookup.candidates(tc.id, num_gpus, "audio", None, ("",)) for rel in group]
+        if audio_theirs is not None and audio_theirs != audio_mine:
+            return "different: sound track " + _first_difference(audio_theirs, audio_mine)
+        note += f"; sound track equal ({len(audio_mine)} candidates)"
     return f"equal ({len(mine)} candidates){note}"
 
 
@@ -131,13 +141,12 @@ def _sglang_candidates(
 ) -> list[str] | None:
     """The files SGLang's own lookup probes, in order, below its GT root (others as full URLs)."""
     root = rules.npu_root_url if npu else rules.root_url
-    name = "_find_remote_action_consistency_gt_files" if kind == "action" else "_find_remote_consistency_gt_files"
-    find = getattr(module, name, None)
+    find = getattr(module, FINDERS[kind], None)
     if find is None:
         return None
     fake = _OfflineRequests(f"{root}/official_generated/case_map.json", case_map)
     with _patched(module, fake):
-        if kind == "action":
+        if kind in ("action", "audio"):
             find(case_id, num_gpus)
         else:
             find(case_id, num_gpus, kind == "video", fmt)

@@ -48,7 +48,7 @@ class ConsistencyResult:
     gt_files: list[str] = field(default_factory=list)
     integrity: str = ""  # "verified" or why not
     artifacts: list[str] = field(default_factory=list)
-    not_compared: list[str] = field(default_factory=list)  # outputs SGLang compares that this check does not, why
+    audio: dict[str, Any] | None = None  # the sound track's check: gt_file, metrics, thresholds, failed
 
     @property
     def passed(self) -> bool:
@@ -77,7 +77,7 @@ class ConsistencyResult:
             "gt_files": self.gt_files,
             "integrity": self.integrity,
             "artifacts": self.artifacts,
-            "not_compared": self.not_compared,
+            "audio": self.audio,
         }
 
 

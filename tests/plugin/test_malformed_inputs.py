@@ -248,6 +248,8 @@ CASES = [
     P("thresholds-nan", *THRESHOLDS, expect=(T, "default_ssim_threshold_image"), raw={T: '{"default_ssim_threshold_image": NaN, "cases": {}}'}),
     P("thresholds-out-of-range", *THRESHOLDS, expect=(T, "default_ssim_threshold_image"), change=set_in(T, "default_ssim_threshold_image", value=7.0)),
     P("thresholds-cases-list", *THRESHOLDS, expect=(T, "cases"), change=set_in(T, "cases", value=[])),
+    P("thresholds-audio-negative", *THRESHOLDS, expect=(T, "default_audio_rms_db_diff_threshold"), change=set_in(T, "default_audio_rms_db_diff_threshold", value=-1)),
+    P("thresholds-audio-case-string", *THRESHOLDS, expect=(T, "cases.tiny.audio_duration_diff_threshold"), change=set_in(T, "cases", "tiny", "audio_duration_diff_threshold", value="long")),
     P("thresholds-missing-file", *CONSISTENCY, "--diffperf-thresholds=nope.json", expect=("nope.json",)),
     # -- ground truth: checked before any server starts ------------------------------------------
     P("gt-manifest-truncated", *CONSISTENCY, expect=(M, "invalid JSON"), raw={M: '{"format": 1, "files": {'}),

@@ -1,46 +1,44 @@
-"""The plugin's side of the consistency check: what SGLang compares and the check does not is listed."""
+"""The plugin's side of the consistency check: a case SGLang checks with audio gets its sound track compared."""
 
 from __future__ import annotations
 
-import io
-
-from PIL import Image
+import pytest
 
 from pytest_diffperf.cases import Case
 from pytest_diffperf.consistency.clip import TINY_MODEL
 from pytest_diffperf.consistency.config import ConsistencyConfig
 from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS, ThresholdSet
 from pytest_diffperf.serving.client import Output
-from pytest_diffperf.suite.consistency import check_case_output
-from tests.consistency.synth import scene
+from pytest_diffperf.suite.consistency import check_case_output, expects_audio
+from tests.consistency.synth import av_clip
+
+VIDEO = {"id": "av", "model": "m", "task": "text-to-video", "prompt": "p"}
 
 
-def jpeg() -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(scene(7)).save(buf, format="JPEG")
-    return buf.getvalue()
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        ({}, False),
+        ({"expect_audio_output": True}, True),
+        ({"sglang_checks_not_run": ["expect_audio_output"]}, True),  # SGLang's lists, as converted
+        ({"sglang_checks_not_run": ["reference_quality"]}, False),
+    ],
+)
+def test_which_cases_expect_audio(extra, expected):
+    assert expects_audio(Case.model_validate({**VIDEO, **extra})) is expected
 
 
-def test_audio_sglang_compares_is_listed_as_not_compared_with_the_reason(tmp_path):
-    case = Case.model_validate(
-        {
-            "id": "av",
-            "model": "m",
-            "task": "text-to-image",
-            "prompt": "p",
-            "sglang_checks_not_run": ["expect_audio_output"],
-        }
-    )
-    cfg = ConsistencyConfig(gt_dir=tmp_path, clip_model=TINY_MODEL, clip_pretrained="none")
+def test_the_sound_track_of_a_case_expecting_audio_is_compared(tmp_path):
+    case = Case.model_validate({**VIDEO, "expect_audio_output": True})
     limits = ThresholdSet([], dict(BUILTIN_DEFAULTS), {}, {}, {})
-    output = Output("r1", "image", jpeg(), "jpg")
-    check_case_output(case, output, ConsistencyConfig(gt_dir=tmp_path, regen=True), limits)
-    result, failure = check_case_output(case, output, cfg, limits)
-    assert failure is None and result["status"] == "pass"
-    assert result["not_compared"] == [
-        "audio: SGLang also compares the video's sound track with <case>_<n>gpu_audio.wav (spectral similarity, "
-        "waveform correlation, RMS dB, duration); the plugin does not decode audio yet"
-    ]
-    assert result["message"].endswith("\n  not compared: " + result["not_compared"][0])
-    plain = Case.model_validate({"id": "av", "model": "m", "task": "text-to-image", "prompt": "p"})
-    assert check_case_output(plain, output, cfg, limits)[0]["not_compared"] == []
+    regen = ConsistencyConfig(gt_dir=tmp_path, regen=True)
+    cfg = ConsistencyConfig(gt_dir=tmp_path, clip_model=TINY_MODEL, clip_pretrained="none")
+    check_case_output(case, Output("r1", "video", av_clip(), "mp4"), regen, limits)
+    assert (tmp_path / "av_1gpu_audio.wav").is_file()
+    result, failure = check_case_output(case, Output("r2", "video", av_clip(), "mp4"), cfg, limits)
+    assert failure is None and result["audio"]["failed"] == []
+    result, failure = check_case_output(case, Output("r3", "video", av_clip(freq=880), "mp4"), cfg, limits)
+    assert failure is not None and "of the sound track" in str(failure)
+    assert result["audio"]["failed"] == ["spectral_similarity", "waveform_correlation"]
+    plain = Case.model_validate(VIDEO)
+    assert check_case_output(plain, Output("r4", "video", av_clip(freq=880), "mp4"), cfg, limits)[0]["audio"] is None
