@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._util import git
 from ..errors import DiffperfError
 from .groundtruth import Located
 from .gtsource import PINNED, GTSpec, is_data_repo_layout
@@ -93,9 +94,8 @@ def open_source(
     if spec.folder is not None:
         if not is_data_repo_layout(spec.folder):
             return spec.folder, None
-        return spec.folder, SGLangGT(
-            local_tree(spec.folder), given_rules, platform, npu, "a local data-repository tree"
-        )
+        how = "a local data-repository tree" + (_clone_note(spec.folder, rules, npu) if rules else "")
+        return spec.folder, SGLangGT(local_tree(spec.folder), given_rules, platform, npu, how)
     if spec.pinned:
         if rules is None:
             raise DiffperfError(
@@ -115,6 +115,23 @@ def open_source(
         return _opened(github_tree(spec.repo, spec.revision, spec.path, env), given_rules, platform, npu, "given")
     assert spec.url is not None
     return _opened(url_tree(spec.url, env), given_rules, platform, npu, "given")
+
+
+def _clone_note(folder: Path, rules: Rules, npu: bool) -> str:
+    """Whether a clone of the data repository is at the release's pin (its GT may be stale when not)."""
+    pin = rules.pin(npu)
+    top = git.toplevel(folder)
+    if pin is None or top is None or (top / pin[2]).resolve() != folder.resolve():
+        return ""  # not a checkout of a data repository at SGLang's GT path
+    repo, revision, _ = pin
+    head = git.head_commit(folder)
+    if head == revision:
+        return f" at the release's pin {revision[:12]}"
+    at = head[:12] if head else "no commit"
+    return (
+        f" at {at}, NOT the release's pin {revision[:12]} of {repo}: its ground truth may be stale "
+        f"(git -C {top} fetch origin {revision} && git -C {top} checkout {revision}, or --diffperf-gt-dir=sglang)"
+    )
 
 
 def _opened(tree: GTTree, rules: Rules, platform: str, npu: bool, how: str) -> tuple[Path, SGLangGT]:

@@ -3,6 +3,7 @@ serves it): official before sglang-generated, platform folders, aliases, retries
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from pytest_diffperf.consistency.gtsource import parse_gt_source
 from pytest_diffperf.consistency.result import ConsistencyFailure
 from pytest_diffperf.consistency.sglangrules import read_rules
 from pytest_diffperf.errors import DiffperfError
+from tests.support.gitrepo import commit, init
 from tests.support.gtserver import GT_PATH, DataRepo, serving
 from tests.support.paths import SGLANG_DATA
 
@@ -197,3 +199,22 @@ def test_regeneration_into_a_data_repository_clone_writes_sglang_generated(tmp_p
     assert done.gt_files == [str(written)] and written.read_bytes() == media
     result = check_output("fsdp-inference", 2, False, "png", [ALIASED], IMAGE_T, make_cfg(gt_dir=clone, sglang=sglang))
     assert result.status == "pass"
+
+
+def test_a_clone_off_the_release_s_pin_is_named_stale_in_the_header(tmp_path):
+    clone = init(tmp_path / "ci-data-diffusion")
+    gt = clone / GT_PATH
+    (gt / "sglang_generated").mkdir(parents=True)
+    (gt / "sglang_generated" / "c_1gpu.png").write_bytes(png(SGLANG))
+    head = commit(clone, "gt")
+    _, stale = open_source(parse_gt_source(str(gt)), RULES_0523, "h100", {})
+    assert stale is not None and stale.tree.fetcher is None
+    assert (
+        f"a local data-repository tree at {head[:12]}, NOT the release's pin c7258eb56e99 of {REPO}" in stale.describe()
+    )
+    assert f"git -C {clone} fetch origin c7258eb56e9951878c66fc0fb3673d9f4775b0b2" in stale.describe()
+    pinned = dataclasses.replace(RULES_0523, root_url=f"https://raw.githubusercontent.com/{REPO}/{head}/{GT_PATH}")
+    _, current = open_source(parse_gt_source(str(gt)), pinned, "h100", {})
+    assert current is not None and f"at the release's pin {head[:12]}" in current.describe()
+    _, plain = open_source(parse_gt_source(str(gt)), None, "h100", {})  # JSON cases: no pin to hold it to
+    assert plain is not None and "pin" not in plain.describe()
