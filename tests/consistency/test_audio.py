@@ -8,7 +8,7 @@ import wave
 import numpy as np
 import pytest
 
-from pytest_diffperf.consistency import audio
+from pytest_diffperf.consistency import audio, manifest
 from pytest_diffperf.consistency.check import check_output
 from pytest_diffperf.consistency.result import ConsistencyFailure
 from pytest_diffperf.consistency.thresholds import AudioThresholds, load_thresholds
@@ -129,8 +129,6 @@ def test_a_broken_audio_ground_truth_is_one_error_naming_it(make_cfg, gt_dir):
     frames = frames_of(media)
     check_output("av", 1, True, "mp4", frames, VIDEO_T, make_cfg(regen=True), media=media, audio=AudioThresholds())
     (gt_dir / "av_1gpu_audio.wav").write_bytes(b"RIFF nonsense")
-    from pytest_diffperf.consistency import manifest
-
     assert "av_1gpu_audio.wav" in manifest.rebuild(gt_dir).files  # `record` lists sound tracks too
     with pytest.raises(DiffperfError, match=r"av_1gpu_audio.wav: not SGLang's audio ground truth: not a WAV file"):
         check_output("av", 1, True, "mp4", frames, VIDEO_T, make_cfg(), media=media, audio=AudioThresholds())
@@ -139,3 +137,28 @@ def test_a_broken_audio_ground_truth_is_one_error_naming_it(make_cfg, gt_dir):
 def test_audio_thresholds_come_from_sglang_s_file():
     limits = load_thresholds(SGLANG_DATA / "v0.5.23" / "consistency_thresholds", "h100")
     assert limits.audio_for_case("any") == AudioThresholds(0.95, 0.90, 2.0, 0.1)
+
+
+def test_a_data_repository_clone_holds_the_sound_track_where_sglang_reads_it(tmp_path, make_cfg):
+    from pytest_diffperf.consistency.gtlookup import open_source
+    from pytest_diffperf.consistency.gtsource import parse_gt_source
+    from pytest_diffperf.consistency.sglangrules import read_rules
+
+    clone = tmp_path / "consistency_gt"
+    (clone / "sglang_generated").mkdir(parents=True)
+    rules = read_rules(SGLANG_DATA / "v0.5.23" / "src" / "sglang" / "multimodal_gen" / "test" / "test_utils.py")
+    _, sglang = open_source(parse_gt_source(str(clone)), rules, "h100", {})
+    media = av_clip()
+    frames = frames_of(media)
+    regen = make_cfg(gt_dir=clone, sglang=sglang, regen=True)
+    check_output("fsdp-inference", 2, True, "mp4", frames, VIDEO_T, regen, media=media, audio=AudioThresholds())
+    assert (clone / "sglang_generated" / "fsdp-inference_2gpu_audio.wav").is_file()  # by the case id, as SGLang
+    assert (clone / "sglang_generated" / "zimage_image_t2i_2_gpus_2gpu_frame_mid.png").is_file()  # aliased
+    (clone / "sglang_generated" / "fsdp-inference_2gpu_audio.wav").rename(
+        clone / "sglang_generated" / "zimage_image_t2i_2_gpus_2gpu_audio.wav"
+    )  # the lookup reads the alias's file (SGLang's _audio_consistency_gt_filenames)
+    manifest.rebuild(clone)
+    cfg = make_cfg(gt_dir=clone, sglang=sglang)
+    result = check_output("fsdp-inference", 2, True, "mp4", frames, VIDEO_T, cfg, media=media, audio=AudioThresholds())
+    assert result.status == "pass" and result.audio is not None
+    assert result.audio["gt_file"] == str(clone / "sglang_generated" / "zimage_image_t2i_2_gpus_2gpu_audio.wav")
