@@ -34,10 +34,6 @@ class GTSpec:
     path: str = GT_PATH
     url: str | None = None
 
-    @property
-    def remote(self) -> bool:
-        return self.folder is None
-
     def __str__(self) -> str:
         return self.text
 

@@ -75,12 +75,12 @@ DEFAULT = Rules(
 
 @dataclass(frozen=True)
 class Attempt:
-    """Files tried together in one subtree: the first that exists (``every``: all must exist, a video's frames)."""
+    """Files tried together in one subtree: the first that exists (``every``: all must exist, a video's frames).
+    In an official subtree only the files the case map declares are tried."""
 
     subtree: str
     names: tuple[str, ...]
     every: bool
-    official: bool  # an official subtree: only files the case map declares are tried
 
 
 def sglang_platform(hardware: str | None) -> tuple[str, bool]:
@@ -129,7 +129,7 @@ def attempts(
     every = kind == "video"
     if rules.generation != "case_map":
         bases = _listed_bases(rules, case_id, npu)
-        return [Attempt(base, tuple(names), every, False) for base in bases]
+        return [Attempt(base, tuple(names), every) for base in bases]
     ascend = npu or "npu" in case_id
     sets = [names] if ascend else [[f"{platform}/{n}" for n in names], names]
     out: list[Attempt] = []
@@ -139,7 +139,7 @@ def attempts(
             kept = [n for n in group if not official or n in declared or n.rsplit("/", 1)[-1] in declared]
             if not kept or (every and len(kept) != len(group)):
                 continue
-            out.append(Attempt(base, tuple(kept), every, official))
+            out.append(Attempt(base, tuple(kept), every))
     return out
 
 
