@@ -27,7 +27,10 @@ class SGLangGT:
 
     def describe(self) -> str:
         rules = "the newest lookup" if self.rules.source == "default" else f"the lookup of {self.rules.source}"
-        first = "ascend/ first" if self.npu else f"{self.platform}/ first"
+        if self.rules.generation != "case_map":  # platform folders arrived with the case map (0.5.17)
+            first = "no platform folder"
+        else:
+            first = "ascend/ first" if self.npu else f"{self.platform}/ first"
         cached = f"; cached in {self.tree.root}" if self.tree.fetcher is not None else ""
         return f"GT {self.tree.label} ({self.how}; {rules}: {self.rules.generation}, {first}{cached})"
 

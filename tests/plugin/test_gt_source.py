@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.sglang import VENDORED, available
 from tests.support.suite import GENEROUS, tiny_case
 
 REV = "d" * 40
@@ -51,3 +52,28 @@ def test_a_relative_clone_from_another_folder_is_read_by_sglang_s_lookup(pyteste
     ran.assert_outcomes(skipped=1)
     clone = pytester.path / "data" / "consistency_gt"
     ran.stdout.fnmatch_lines([f"diffperf: consistency=GT {clone} (a local data-repository tree; the newest lookup:*"])
+
+
+@pytest.mark.skipif(not available(), reason="the vendored SGLang files are absent")
+@pytest.mark.parametrize(
+    "release, baselines, pin",
+    [
+        ("v0.5.23", "perf_baselines", "sgl-project/ci-data-diffusion@c7258eb56e9951878c66fc0fb3673d9f4775b0b2"),
+        ("v0.5.12", "perf_baselines.json", "sgl-project/ci-data@3ca3bad088ecc9ef80947d85c551cd335c75b87f"),
+    ],
+)
+def test_sglang_reads_the_pin_of_the_case_lists_release(pytester, monkeypatch, release, baselines, pin):
+    monkeypatch.setenv("DIFFPERF_GT_CACHE", str(pytester.path / "cache"))
+    tree = VENDORED.parent / release
+    ran = pytester.runpytest(
+        "--diffperf=pr_test", f"--diffperf-baselines={tree / baselines}", f"--diffperf-cases={tree / 'src'}",
+        "--diffperf-hardware=h100", "--diffperf-gt-dir=sglang", *CLIP, "-k", "hunyuan3d_shape_gen",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    ran.assert_outcomes(skipped=1)
+    utils = tree / "src" / "sglang" / "multimodal_gen" / "test" / "test_utils.py"
+    lookup = "case_map, h100/ first" if release == "v0.5.23" else "listed, no platform folder"
+    ran.stdout.fnmatch_lines(
+        [f"diffperf: consistency=GT github:{pin}:diffusion-ci/consistency_gt (the pin of SGLang's test_utils.py; "
+         f"the lookup of {utils}: {lookup}; cached in *"]
+    )  # fmt: skip
