@@ -165,7 +165,9 @@ def _regenerate(
             targets[gt_dir / cfg.sglang.regen_files(case_id, num_gpus, "audio", "wav", ("",))[0]] = wav
         else:
             targets[next(iter(targets)).parent / audio.gt_name(case_id, num_gpus)] = wav
-    groundtruth.write(gt_dir, targets)
+    # A data-repository clone gets no manifest of its own (a pull request carries the GT files alone) unless
+    # one was recorded there by hand.
+    groundtruth.write(gt_dir, targets, record=cfg.sglang is None or manifest.load(gt_dir) is not None)
     paths = [str(path) for path in targets]
     return ConsistencyResult(
         case_id, num_gpus, is_video, "regenerated", message=f"wrote {', '.join(paths)}", gt_files=paths

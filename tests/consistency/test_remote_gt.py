@@ -197,8 +197,9 @@ def test_regeneration_into_a_data_repository_clone_writes_sglang_generated(tmp_p
     )  # fmt: skip
     written = clone / "sglang_generated" / "zimage_image_t2i_2_gpus_2gpu.png"
     assert done.gt_files == [str(written)] and written.read_bytes() == media
+    assert sorted(p.name for p in clone.iterdir()) == ["sglang_generated"]  # no manifest: the PR holds GT files only
     result = check_output("fsdp-inference", 2, False, "png", [ALIASED], IMAGE_T, make_cfg(gt_dir=clone, sglang=sglang))
-    assert result.status == "pass"
+    assert result.status == "pass" and result.integrity.startswith("unverified: no manifest.json")
 
 
 def test_a_clone_off_the_release_s_pin_is_named_stale_in_the_header(tmp_path):
