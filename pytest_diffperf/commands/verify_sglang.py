@@ -30,6 +30,7 @@ from ..serving.launchers import Launcher, ServerSpec
 from ..sglang import caselist, harness, release, semantics
 from ..sglang.casefile import convert_lists
 from ..sglang.source import locate
+from . import verify_sglang_gt
 
 # The openai release each SGLang release pins (its wheel's Requires-Dist), by first release: 0.5.6-0.5.22 read
 # from their wheels, 0.5.23 likewise.
@@ -83,13 +84,15 @@ def run(args: argparse.Namespace) -> int:
         image = _input_image(Path(tmp) / "input.jpg")
         for entry in lists.select(args.suite):
             verdicts.append(_verify(loaded, entry.case, ours.get(entry.case.id), reasons, image, Path(tmp), rules))
-    rows = [["case", "request", "status", "first difference / reason"]]
-    rows += [[v.case_id, v.kind, v.status, v.detail] for v in verdicts]
+    gt = verify_sglang_gt.compare_all(loaded, [e.case for e in lists.select(args.suite)], ours, args.hardware)
+    rows = [["case", "request", "status", "first difference / reason", "ground-truth lookup"]]
+    rows += [[v.case_id, v.kind, v.status, v.detail, gt.get(v.case_id, "")] for v in verdicts]
     print("\n".join(format_table(rows, right_from=None)))
+    print(f"diffperf verify-sglang: ground-truth lookup: {verify_sglang_gt.summary(gt)}")
     counts = {s: sum(v.status == s for v in verdicts) for s in dict.fromkeys(v.status for v in verdicts)}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     print(f"diffperf verify-sglang: {len(verdicts)} case(s): {summary} ({time.monotonic() - started:.1f} s)")
-    return 1 if counts.get("different") else 0
+    return 1 if counts.get("different") or verify_sglang_gt.differs(gt) else 0
 
 
 def _verify(

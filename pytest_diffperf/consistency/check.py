@@ -10,12 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from . import artifacts, embcache, groundtruth, manifest, preflight
+from ..errors import DiffperfError
+from . import artifacts, audio, embcache, groundtruth, manifest, preflight
 from .clip import Embedder, get_embedder
 from .config import ConsistencyConfig
 from .metrics import check_frame, cosine, pixel_metrics
 from .result import PREFIX, ConsistencyFailure, ConsistencyResult, FrameResult, frame_line, thresholds_line
-from .thresholds import Thresholds
+from .sglangrules import Kind, regen_subtree
+from .thresholds import AudioThresholds, Thresholds
 
 
 def check_output(
@@ -27,25 +29,35 @@ def check_output(
     thresholds: Thresholds,
     cfg: ConsistencyConfig,
     media: bytes | None = None,
+    audio: AudioThresholds | None = None,
 ) -> ConsistencyResult:
     """Compare an output with its ground truth, or write it as GT when ``cfg.regen``.
 
     ``frames``: all decoded uint8 RGB frames of the output (one for an image). ``output_ext``: the
-    image's file extension (``png``/``jpg``; ignored for video). ``media``: the image file as served;
-    GT regeneration writes it verbatim under SGLang's name (without it, the pixels go to a PNG).
+    image's file extension (``png``/``jpg``; ignored for video). ``media``: the file as served; GT
+    regeneration writes an image verbatim under SGLang's name (without it, the pixels go to a PNG).
+    ``audio``: a video's sound track is compared too (SGLang's ``expect_audio_output``), by these thresholds.
     """
     if cfg.regen:
-        return _regenerate(case_id, num_gpus, is_video, output_ext, frames, cfg, media)
+        return _regenerate(case_id, num_gpus, is_video, output_ext, frames, cfg, media, audio is not None)
     if cfg.skip:
         return ConsistencyResult(case_id, num_gpus, is_video, "skipped", message=cfg.skip_reason)
     gt_dir = cfg.require_gt_dir()
     picks = _picks(frames, is_video, cfg)
-    names = groundtruth.gt_names(case_id, num_gpus, is_video, output_ext, [label for _, label in picks])
-    located = groundtruth.locate(gt_dir, cfg.platform, names, is_video)
+    labels = [label for _, label in picks]
+    names = groundtruth.gt_names(case_id, num_gpus, is_video, output_ext, labels)
+    kind: Kind = "video" if is_video else "image"
+    if cfg.sglang is not None:
+        located = cfg.sglang.locate(case_id, num_gpus, kind, output_ext, tuple(labels))
+    else:
+        located = groundtruth.locate(gt_dir, cfg.platform, names, is_video)
     result = ConsistencyResult(case_id, num_gpus, is_video, "fail", thresholds=thresholds)
     outs = [frames[index] for index, _ in picks]
     if located.missing:
         ready = _gt_files(case_id, num_gpus, is_video, output_ext, frames, picks, media)
+        if cfg.sglang is not None:  # as the data repository holds them: sglang_generated/<SGLang's name>
+            rels = cfg.sglang.regen_files(case_id, num_gpus, kind, output_ext, tuple(labels))
+            ready = dict(zip(rels, ready.values(), strict=True))
         _fail_missing(result, cfg, located, names, ready)
     paths = [p for p in located.files if p is not None]
     result.gt_files = [str(p) for p in paths]
@@ -59,16 +71,61 @@ def check_output(
         metrics = pixel_metrics(out, gt, sim)
         result.frames.append(FrameResult(index, label, str(path), metrics, tuple(metrics.failed(thresholds))))
     failed = [f for f in result.frames if f.failed]
-    result.status = "fail" if failed else "pass"
-    result.reason = "mismatch" if failed else None
+    audio_failed = _check_audio(result, cfg, media, audio) if audio is not None else ()
+    result.status = "fail" if failed or audio_failed else "pass"
+    result.reason = "mismatch" if failed or audio_failed else None
     if cfg.artifacts_dir is not None:
         result.artifacts = [str(p) for p in artifacts.case_paths(cfg.artifacts_dir, case_id, num_gpus)]
-    result.message = _summary(result, failed)
+    result.message = _summary(result, failed, audio_failed)
     if cfg.artifacts_dir is not None:
         artifacts.write_case(cfg.artifacts_dir, result, outs, gts)
-    if failed:
+    if failed or audio_failed:
         raise ConsistencyFailure(result)
     return result
+
+
+def _check_audio(
+    result: ConsistencyResult, cfg: ConsistencyConfig, media: bytes | None, limits: AudioThresholds
+) -> tuple[str, ...]:
+    """The sound track against ``<case>_<n>gpu_audio.wav`` (SGLang's metrics) into ``result.audio``; the metrics
+    that fail. ConsistencyFailure when the output has no track or the GT is missing."""
+    gt_dir = cfg.require_gt_dir()
+    case_id, num_gpus = result.case_id, result.num_gpus
+    try:
+        track = audio.decode_track(media or b"")
+    except (ValueError, OSError, av_errors()) as exc:
+        result.reason = "mismatch"
+        result.message = f"{PREFIX} case {case_id} ({num_gpus} GPU) expects a sound track: {exc}"
+        raise ConsistencyFailure(result) from None
+    name = audio.gt_name(case_id, num_gpus)
+    if cfg.sglang is not None:
+        located = cfg.sglang.locate(case_id, num_gpus, "audio", None, ("",))
+        ready = {cfg.sglang.regen_files(case_id, num_gpus, "audio", "wav", ("",))[0]: audio.encode_wav(track)}
+    else:
+        located = groundtruth.locate(gt_dir, cfg.platform, [name], True)
+        ready = {name: audio.encode_wav(track)}
+    path = located.files[0]
+    if path is None:
+        _fail_missing(result, cfg, located, [name], ready)
+    assert path is not None
+    data = preflight.read_gt(gt_dir, path)
+    _verify(result, gt_dir, [path], [manifest.sha256(data)])
+    try:
+        metrics = audio.compare(track, audio.decode_wav(data))
+    except ValueError as exc:
+        raise DiffperfError(f"not SGLang's audio ground truth: {exc}", source=str(path)) from None
+    failed = metrics.failed(limits)
+    thresholds = {audio.NAMES[k]: getattr(limits, k) for k in audio.NAMES}
+    result.audio = {"gt_file": str(path), **metrics.to_dict(), "thresholds": thresholds, "failed": list(failed)}
+    result.gt_files.append(str(path))
+    return failed
+
+
+def av_errors() -> type[Exception]:
+    """PyAV's decoding error (an Exception, neither OSError nor ValueError)."""
+    import av
+
+    return av.error.FFmpegError
 
 
 def _picks(frames: list[np.ndarray], is_video: bool, cfg: ConsistencyConfig) -> list[tuple[int, str]]:
@@ -88,14 +145,30 @@ def _regenerate(
     frames: list[np.ndarray],
     cfg: ConsistencyConfig,
     media: bytes | None,
+    with_audio: bool = False,
 ) -> ConsistencyResult:
-    """Write the output as the case's GT (where the check will read it) and record its hashes."""
+    """Write the output as the case's GT (where the check will read it) and record its hashes (a video's sound
+    track too, ``with_audio``)."""
     gt_dir = cfg.require_gt_dir()
     picks = _picks(frames, is_video, cfg)
     files = _gt_files(case_id, num_gpus, is_video, output_ext, frames, picks, media)
-    folder = groundtruth.locate(gt_dir, cfg.platform, list(files), is_video).folder
-    groundtruth.write(gt_dir, {folder / name: data for name, data in files.items()})
-    paths = [str(folder / name) for name in files]
+    if cfg.sglang is not None:  # a data-repository clone: where SGLang's GT generation puts new files
+        labels = tuple(label for _, label in picks)
+        rels = cfg.sglang.regen_files(case_id, num_gpus, "video" if is_video else "image", output_ext, labels)
+        targets = {gt_dir / rel: data for rel, data in zip(rels, files.values(), strict=True)}
+    else:
+        folder = groundtruth.locate(gt_dir, cfg.platform, list(files), is_video).folder
+        targets = {folder / name: data for name, data in files.items()}
+    if with_audio and is_video:
+        wav = audio.encode_wav(audio.decode_track(media or b""))
+        if cfg.sglang is not None:
+            targets[gt_dir / cfg.sglang.regen_files(case_id, num_gpus, "audio", "wav", ("",))[0]] = wav
+        else:
+            targets[next(iter(targets)).parent / audio.gt_name(case_id, num_gpus)] = wav
+    # A data-repository clone gets no manifest of its own (a pull request carries the GT files alone) unless
+    # one was recorded there by hand.
+    groundtruth.write(gt_dir, targets, record=cfg.sglang is None or manifest.load(gt_dir) is not None)
+    paths = [str(path) for path in targets]
     return ConsistencyResult(
         case_id, num_gpus, is_video, "regenerated", message=f"wrote {', '.join(paths)}", gt_files=paths
     )
@@ -127,8 +200,18 @@ def _fail_missing(
 ) -> None:
     gt_dir = cfg.require_gt_dir()
     folder = artifacts.ready_folder(cfg.artifacts_dir, ready)
-    where = f"{gt_dir}" + (f" (nor in {gt_dir / cfg.platform})" if cfg.platform else "")
     result.reason = "missing-gt"
+    if located.tried:
+        assert cfg.sglang is not None
+        result.message = (
+            f"{PREFIX} no ground truth for case {result.case_id} ({result.num_gpus} GPU) in {cfg.sglang.tree.label}; "
+            f"tried, in order:\n" + "\n".join(f"    {where}" for where in located.tried) + "\n"
+            f"  this run's output is ready under SGLang's names in {folder / regen_subtree(cfg.sglang.npu)}\n"
+            f"  add them to the data repository's {regen_subtree(cfg.sglang.npu)}/ "
+            f"(a pull request), or write them into a local clone with --regen-ground-truth -k {result.case_id}"
+        )
+        raise ConsistencyFailure(result)
+    where = f"{gt_dir}" + (f" (nor in {gt_dir / cfg.platform})" if cfg.platform else "")
     result.message = (
         f"{PREFIX} no ground truth for case {result.case_id} ({result.num_gpus} GPU): "
         f"{', '.join(names[i] for i in located.missing)} not found in {where}\n"
@@ -201,15 +284,25 @@ def _clip_similarities(
     return [cosine(o, g) for o, g in zip(embs[: len(outs)], filled, strict=True)]
 
 
-def _summary(result: ConsistencyResult, failed: list[FrameResult]) -> str:
+def _summary(result: ConsistencyResult, failed: list[FrameResult], audio_failed: tuple[str, ...] = ()) -> str:
     assert result.thresholds is not None
-    if failed:
-        what = "; ".join(f"{', '.join(f.failed)} on {'frame ' + f.label if f.label else 'the image'}" for f in failed)
-        head = f"{PREFIX} case {result.case_id} ({result.num_gpus} GPU) differs from its ground truth: {what}"
+    if failed or audio_failed:
+        whats = [f"{', '.join(f.failed)} on {'frame ' + f.label if f.label else 'the image'}" for f in failed]
+        whats += [f"{', '.join(audio_failed)} of the sound track"] if audio_failed else []
+        head = (
+            f"{PREFIX} case {result.case_id} ({result.num_gpus} GPU) differs from its ground truth: {'; '.join(whats)}"
+        )
     else:
         head = f"consistency: case {result.case_id} ({result.num_gpus} GPU) matches its ground truth"
     lines = [head, f"  thresholds: {thresholds_line(result.thresholds)}"]
     lines += [f"  {frame_line(f)}" for f in result.frames]
+    if result.audio is not None:
+        limits = result.audio["thresholds"]
+        lines.append(
+            "  sound track: "
+            + ", ".join(f"{name} {result.audio[name]:.4f} ({'<=' if name.endswith('diff') else '>='} {limit:g})"
+                        for name, limit in limits.items())
+        )  # fmt: skip
     lines.append(f"  GT files ({result.integrity}):")
     lines += [f"    {p}" for p in result.gt_files]
     if result.artifacts:

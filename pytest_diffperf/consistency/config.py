@@ -13,11 +13,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._util.text import truthy
 from ..errors import DiffperfError
 from .clip import DEFAULT_MODEL, DEFAULT_PRETRAINED, resolve_weights
 from .frames import DEFAULT_FRAMES, FrameSpec, parse_frames_spec
+
+if TYPE_CHECKING:  # the remote source's modules (requests) load when a run compares with it
+    from .gtlookup import SGLangGT
 
 SKIP_VARS = ("DIFFPERF_SKIP_CONSISTENCY", "SGLANG_SKIP_CONSISTENCY")
 DEFAULT_FRAME_SPEC = parse_frames_spec(DEFAULT_FRAMES)
@@ -36,6 +40,7 @@ class ConsistencyConfig:
     regen: bool = False
     skip: bool = False
     skip_reason: str = ""  # e.g. "SGLANG_SKIP_CONSISTENCY=1", for the report header
+    sglang: SGLangGT | None = None  # SGLang's lookup (a remote source or a data-repository clone); gt_dir its root
 
     def require_gt_dir(self) -> Path:
         """The ground-truth folder; a DiffperfError naming the option when none is set."""
@@ -52,6 +57,8 @@ class ConsistencyConfig:
             return f"regenerating ground truth into {self.gt_dir}"
         if self.skip:
             return f"skipped ({self.skip_reason or 'skip requested'})"
+        if self.sglang is not None:
+            return f"{self.sglang.describe()}, CLIP {self.clip_model}/{self.clip_pretrained}, frames {self.frames.text}"
         where = f"{self.gt_dir}" + (f" (platform folder {self.platform}/ first)" if self.platform else "")
         return f"GT {where}, CLIP {self.clip_model}/{self.clip_pretrained}, frames {self.frames.text}"
 
@@ -65,17 +72,18 @@ def config_from_env(
     artifacts_dir: Path | None = None,
     regen: bool = False,
     env: Mapping[str, str] | None = None,
+    sglang: SGLangGT | None = None,
 ) -> ConsistencyConfig:
     """Build the config from option values (None = unset) and the SGLang environment variables.
 
     An option value wins over its environment alias; ``SGLANG_GEN_GT=1`` turns regeneration on and
     ``SGLANG_GT_OUTPUT_DIR`` then names the folder written. Regeneration wins over skipping (SGLang
-    sets both when it generates GT).
+    sets both when it generates GT). ``sglang``: SGLang's lookup, whose root ``gt_dir`` is.
     """
     env = os.environ if env is None else env
     gen_gt = truthy(env.get("SGLANG_GEN_GT"))
     if gen_gt and env.get("SGLANG_GT_OUTPUT_DIR"):
-        gt_dir = Path(env["SGLANG_GT_OUTPUT_DIR"])
+        gt_dir, sglang = Path(env["SGLANG_GT_OUTPUT_DIR"]), None
     elif gt_dir is None and env.get("SGLANG_CONSISTENCY_GT_DIR"):
         gt_dir = Path(env["SGLANG_CONSISTENCY_GT_DIR"])
     if artifacts_dir is None and env.get("SGLANG_DIFFUSION_ARTIFACT_DIR"):
@@ -91,6 +99,7 @@ def config_from_env(
         regen=regen or gen_gt,
         skip=bool(skip_by),
         skip_reason=", ".join(skip_by),
+        sglang=sglang,
     )
 
 
@@ -121,7 +130,16 @@ def validate_config(cfg: ConsistencyConfig) -> None:
         return
     require_extra()
     gt_dir = cfg.require_gt_dir()
-    if not cfg.regen:
+    remote = cfg.sglang is not None and cfg.sglang.tree.fetcher is not None
+    if remote and cfg.regen:
+        assert cfg.sglang is not None
+        raise DiffperfError(
+            f"--regen-ground-truth writes into a local folder, not into {cfg.sglang.tree.label}: clone the data "
+            "repository and pass its diffusion-ci/consistency_gt folder (new files go to sglang_generated/, "
+            "ready for a pull request), or any folder",
+            source="--diffperf-gt-dir",
+        )
+    if not cfg.regen and not remote:
         if not gt_dir.is_dir():
             raise DiffperfError(f"ground-truth folder {gt_dir} does not exist", source="--diffperf-gt-dir")
         resolve_weights(cfg.clip_model, cfg.clip_pretrained)

@@ -36,10 +36,12 @@ def gt_names(case_id: str, num_gpus: int, is_video: bool, ext: str, labels: list
 
 @dataclass(frozen=True)
 class Located:
-    """Where a case's GT lives: the folder used, the file per name (None where missing)."""
+    """Where a case's GT lives: the folder used, the file per name (None where missing); ``tried``: every
+    candidate of a lookup by SGLang's rules, in order (empty for a plain folder)."""
 
     folder: Path
     files: list[Path | None]
+    tried: tuple[str, ...] = ()
 
     @property
     def missing(self) -> list[int]:
@@ -77,11 +79,12 @@ def encode_png(frame: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def write(gt_dir: Path, files: dict[Path, bytes]) -> None:
-    """Write GT files atomically and record their hashes in the manifest; none outside ``gt_dir``."""
+def write(gt_dir: Path, files: dict[Path, bytes], *, record: bool = True) -> None:
+    """Write GT files atomically and (``record``) their hashes in the manifest; none outside ``gt_dir``."""
     for path in files:
         if not path.resolve().is_relative_to(gt_dir.resolve()):
             raise DiffperfError(f"{path} would be written outside the ground-truth folder", source=str(gt_dir))
     for path, data in files.items():
         write_atomic(path, data)
-    manifest.record(gt_dir, files)
+    if record:
+        manifest.record(gt_dir, files)

@@ -21,7 +21,8 @@ from ..errors import DiffperfError
 from ..protocol import IMAGE_FORMAT_EXTS
 
 MANIFEST = "manifest.json"
-GT_SUFFIXES = tuple(f".{fmt}" for fmt in IMAGE_FORMAT_EXTS)  # by format name: .jpeg as well as .jpg
+# GT files: images by format name (.jpeg as well as .jpg), and a video's sound track (SGLang's _audio.wav)
+GT_SUFFIXES = (*(f".{fmt}" for fmt in IMAGE_FORMAT_EXTS), ".wav")
 RECORD_COMMAND = "python -m pytest_diffperf.consistency record {gt_dir}"
 
 
@@ -63,7 +64,7 @@ def record(gt_dir: Path, files: dict[Path, bytes]) -> None:
 
 
 def rebuild(gt_dir: Path) -> Manifest:
-    """Record every GT image under ``gt_dir`` afresh (for GT files changed or added by hand)."""
+    """Record every GT image and sound track under ``gt_dir`` afresh (for GT files changed or added by hand)."""
     with locked(gt_dir / MANIFEST):
         manifest = Manifest()
         for path in sorted(gt_dir.rglob("*")):

@@ -48,6 +48,7 @@ class ConsistencyResult:
     gt_files: list[str] = field(default_factory=list)
     integrity: str = ""  # "verified" or why not
     artifacts: list[str] = field(default_factory=list)
+    audio: dict[str, Any] | None = None  # the sound track's check: gt_file, metrics, thresholds, failed
 
     @property
     def passed(self) -> bool:
@@ -76,6 +77,7 @@ class ConsistencyResult:
             "gt_files": self.gt_files,
             "integrity": self.integrity,
             "artifacts": self.artifacts,
+            "audio": self.audio,
         }
 
 

@@ -8,6 +8,7 @@ case leaves out falls back to the (merged) file defaults, then to the built-in d
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,6 +27,13 @@ BASE_FILE = f"{DEFAULT_GPU}.json"
 Similarity = Annotated[float, Field(ge=-1, le=1)]  # CLIP cosine and SSIM live in [-1, 1]
 Psnr = Annotated[float, Field(ge=0)]
 PixelDiff = Annotated[float, Field(ge=0, le=255)]
+NonNegative = Annotated[float, Field(ge=0)]  # an audio level (dB) or duration (s) difference
+AUDIO_KEYS = {  # AudioThresholds field -> SGLang's key (a case's; the file default adds default_)
+    "spectral": "audio_spectral_similarity_threshold",
+    "waveform": "audio_waveform_correlation_threshold",
+    "rms_db": "audio_rms_db_diff_threshold",
+    "duration": "audio_duration_diff_threshold",
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,17 @@ class Thresholds:
     ssim: float
     psnr: float
     mad: float
+
+
+@dataclass(frozen=True)
+class AudioThresholds:
+    """SGLang's audio thresholds: minimum spectral similarity and waveform correlation, maximum RMS level (dB)
+    and duration (s) differences."""
+
+    spectral: float = 0.95
+    waveform: float = 0.90
+    rms_db: float = 2.0
+    duration: float = 0.10
 
 
 BUILTIN_DEFAULTS = {
@@ -53,6 +72,10 @@ class CaseThresholds(BaseModel):
     ssim_threshold: Similarity | None = None
     psnr_threshold: Psnr | None = None
     mean_abs_diff_threshold: PixelDiff | None = None
+    audio_spectral_similarity_threshold: Similarity | None = None
+    audio_waveform_correlation_threshold: Similarity | None = None
+    audio_rms_db_diff_threshold: NonNegative | None = None
+    audio_duration_diff_threshold: NonNegative | None = None
 
 
 class ThresholdFile(BaseModel):
@@ -67,6 +90,15 @@ class ThresholdFile(BaseModel):
     default_psnr_threshold_video: Psnr | None = None
     default_mean_abs_diff_threshold_image: PixelDiff | None = None
     default_mean_abs_diff_threshold_video: PixelDiff | None = None
+    default_audio_spectral_similarity_threshold: Similarity | None = None
+    default_audio_waveform_correlation_threshold: Similarity | None = None
+    default_audio_rms_db_diff_threshold: NonNegative | None = None
+    default_audio_duration_diff_threshold: NonNegative | None = None
+
+    def audio_defaults(self, fallback: AudioThresholds) -> AudioThresholds:
+        """This file's audio defaults, ``fallback`` where unset."""
+        values = {name: getattr(self, f"default_{key}") for name, key in AUDIO_KEYS.items()}
+        return dataclasses.replace(fallback, **{k: v for k, v in values.items() if v is not None})
 
     def defaults(self, kind: str, fallback: Thresholds) -> Thresholds:
         """This file's defaults for ``kind`` ("image" or "video"), ``fallback`` where unset."""
@@ -90,6 +122,13 @@ class ThresholdSet:
     cases: dict[str, CaseThresholds]
     source: dict[str, Path]  # case id -> file its entry came from
     raw: dict[Path, dict[str, Any]] = field(repr=False)
+    audio_defaults: AudioThresholds = AudioThresholds()
+
+    def audio_for_case(self, case_id: str) -> AudioThresholds:
+        """SGLang's ``get_audio_consistency_thresholds``: the case's entry, then the file defaults, then SGLang's."""
+        entry = self.cases.get(case_id)
+        values = {name: getattr(entry, key) for name, key in AUDIO_KEYS.items()} if entry else {}
+        return dataclasses.replace(self.audio_defaults, **{k: v for k, v in values.items() if v is not None})
 
     def for_case(self, case_id: str, is_video: bool) -> Thresholds:
         base = self.defaults["video" if is_video else "image"]
@@ -129,15 +168,17 @@ def load_thresholds(path: str | Path, hardware: str | None = None) -> ThresholdS
     files = threshold_files(path, hardware)
     raw = {f: read_json_object(f) for f in files}
     defaults = dict(BUILTIN_DEFAULTS)
+    audio = AudioThresholds()
     cases: dict[str, CaseThresholds] = {}
     source: dict[str, Path] = {}
     for f in files:
         parsed = validate(ThresholdFile, raw[f], f, "")
         defaults = {kind: parsed.defaults(kind, fallback) for kind, fallback in defaults.items()}
+        audio = parsed.audio_defaults(audio)
         for case_id, entry in parsed.cases.items():
             cases[case_id] = entry
             source[case_id] = f
-    return ThresholdSet(files, defaults, cases, source, raw)
+    return ThresholdSet(files, defaults, cases, source, raw, audio)
 
 
 def is_threshold_document(doc: dict[str, Any]) -> bool:

@@ -27,6 +27,7 @@ from .._util.values import (
     seconds_or_zero,
 )
 from ..consistency.frames import DEFAULT_FRAMES, FrameSpec, parse_frames_spec
+from ..consistency.gtsource import GTSpec, is_remote_text, parse_gt_source
 from ..errors import DiffperfError
 from ..serving.sidespec import SideSpec, parse_side_spec
 from ..sharding.devices import device_list
@@ -54,6 +55,7 @@ class Option:
     is_path: bool = False  # relative to the rootdir (ini) or the invocation directory (command line)
     is_flag: bool = False  # takes no value on the command line; ini: true/false
     words: tuple[str, ...] = ()  # values of a path option kept as they are, never made a path
+    kept: Callable[[str], bool] | None = None  # values of a path option kept as they are (a remote source)
 
     @property
     def dest(self) -> str:
@@ -73,6 +75,14 @@ def option(flag: str, help: str, parse: Callable[[str], T], default: str | None 
 def path_option(flag: str, help: str, *, words: tuple[str, ...] = ()) -> Path | None:
     """A Settings field holding a path (``words``: values kept as given)."""
     value: Path | None = field(metadata={OPTION: Option(flag, help, Path, is_path=True, words=words)})
+    return value
+
+
+def gt_source_option(flag: str, help: str) -> GTSpec | None:
+    """A Settings field naming ground truth: a path, or a remote source kept as given."""
+    value: GTSpec | None = field(
+        metadata={OPTION: Option(flag, help, parse_gt_source, is_path=True, kept=is_remote_text)}
+    )
     return value
 
 
@@ -205,8 +215,10 @@ class Settings:
         "--regen-min-improvement", "e2e gain the improve policy needs (0.05 or 5%%)", fraction_below_one, "5%"
     )
     regen_dry_run: bool = switch("--regen-dry-run", "regenerate, print the summary and a diff, write nothing")
-    diffperf_gt_dir: Path | None = path_option(
-        "--diffperf-gt-dir", "ground-truth folder (SGLang names); else SGLANG_CONSISTENCY_GT_DIR"
+    diffperf_gt_dir: GTSpec | None = gt_source_option(
+        "--diffperf-gt-dir",
+        "ground truth: a folder (SGLang names), sglang (the case lists' release's pinned data repository), "
+        "github:OWNER/REPO@REV[:PATH] or a URL; else SGLANG_CONSISTENCY_GT_DIR",
     )
     diffperf_thresholds: Path | None = path_option(
         "--diffperf-thresholds", "consistency thresholds: a file or consistency_thresholds/ folder"
@@ -416,7 +428,7 @@ def read_settings(config: pytest.Config) -> Settings:
 
 
 def _parse(opt: Option, text: str, base: Path, source: str) -> object:
-    if opt.is_path and text not in opt.words:
+    if opt.is_path and text not in opt.words and not (opt.kept and opt.kept(text)):
         text = str((base / text).resolve())
     try:
         return opt.parse(text)

@@ -234,7 +234,8 @@ class DiffperfSession:
         extra: list[str] = []
         if prune:
             thresholds = [str(s.diffperf_thresholds)] if s.diffperf_thresholds and self.consistency else []
-            gt_dir = self.consistency.gt_dir if self.consistency is not None else None
+            consistency = self.consistency  # a data repository's GT (SGLang's lookup) is not a folder to prune
+            gt_dir = consistency.gt_dir if consistency is not None and consistency.sglang is None else None
             extra = [*thresholds, f"--cases={s.diffperf_cases}", *([f"--gt-dir={gt_dir}"] if gt_dir else []), "--prune"]
         return shlex.join(["diffperf", "lint", str(s.diffperf_baselines), *extra, *hardware])
 

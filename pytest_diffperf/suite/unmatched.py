@@ -61,7 +61,8 @@ class UnmatchedReport:
         whole = select_scenarios(session.baselines, {}, session.settings.diffperf_hardware)
         if not session.cases or not set(whole) <= set(self.collected or self.ran):
             return []
-        gt_dir = session.consistency.gt_dir if session.consistency is not None else None
+        consistency = session.consistency  # a data repository's GT (SGLang's lookup) is not a folder to prune
+        gt_dir = consistency.gt_dir if consistency is not None and consistency.sglang is None else None
         return unused_entries(
             session.cases, session.not_expressible, baselines=session.baselines,
             hardware=session.settings.diffperf_hardware, thresholds=session.thresholds, gt_dir=gt_dir,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_diffperf.consistency.thresholds import BUILTIN_DEFAULTS, Thresholds, load_thresholds, threshold_files
+from pytest_diffperf.consistency.thresholds import (
+    BUILTIN_DEFAULTS,
+    AudioThresholds,
+    Thresholds,
+    load_thresholds,
+    threshold_files,
+)
 
 
 def test_builtin_defaults():
@@ -29,7 +35,8 @@ def test_platform_file_merged_over_h100(layout, path):
     assert t.for_case("img_t2i", is_video=False) == Thresholds(clip=0.92, ssim=0.8, psnr=28.0, mad=8.0)
     assert t.for_case("vid_t2v", is_video=True) == Thresholds(clip=0.90, ssim=0.92, psnr=20.0, mad=12.0)
     assert t.source["img_t2i"].name == "b200.json" and t.source["vid_t2v"].name == "h100.json"
-    assert t.cases["other"].model_extra == {"audio_spectral_similarity_threshold": 0.9}  # kept, ignored
+    assert t.cases["other"].audio_spectral_similarity_threshold == 0.9  # SGLang's audio check reads it
+    assert t.audio_for_case("other") == AudioThresholds(spectral=0.9)
 
 
 @pytest.mark.parametrize("hardware", ["npu", "musa", "cpu", "5090"])

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.support.gtserver import GT_PATH, DataRepo, serving
 from tests.support.suite import GENEROUS, results, tiny_case
 
 pytestmark = pytest.mark.server  # starts server processes
@@ -81,3 +82,30 @@ def test_missing_ground_truth_names_the_files_and_skip_switch_is_reported(pytest
     skipped.assert_outcomes(passed=1)
     skipped.stdout.fnmatch_lines(["diffperf: consistency=skipped (SGLANG_SKIP_CONSISTENCY=1)"])
     assert results(pytester)["scenarios"][0]["consistency"]["status"] == "skipped"
+
+
+def test_ground_truth_of_a_data_repository_over_http_then_from_its_cache(pytester, suite, monkeypatch):
+    """Regenerated into a clone (sglang_generated/, SGLang's names), served as raw.githubusercontent.com serves a
+    revision, compared; then compared again with the server stopped (the cache)."""
+    repo_name, revision = "sgl-project/ci-data-diffusion", "c" * 40
+    clone = pytester.path / "clone"
+    (clone / "sglang_generated").mkdir(parents=True)
+    args = suite([tiny_case("img")], {"img": GENEROUS}) + CLIP[1:]
+    pytester.runpytest(*args, "--diffperf-gt-dir=clone", "--regen-ground-truth").assert_outcomes(passed=1)
+    written = clone / "sglang_generated" / "img_1gpu.jpg"
+    repo = DataRepo(pytester.path / "served")
+    repo.put(repo_name, revision, "sglang_generated/img_1gpu.jpg", written.read_bytes())
+    monkeypatch.setenv("DIFFPERF_GT_CACHE", str(pytester.path / "cache"))
+    monkeypatch.setenv("DIFFPERF_GT_BACKOFF_S", "0.01")
+    source = f"--diffperf-gt-dir=github:{repo_name}@{revision}"
+    with serving(repo):
+        monkeypatch.setenv("DIFFPERF_GT_RAW_BASE", repo.url)
+        online = pytester.runpytest(*args, source)
+        online.assert_outcomes(passed=1)
+    online.stdout.fnmatch_lines([f"diffperf: consistency=GT github:{repo_name}@{revision}:{GT_PATH} (given; *"])
+    assert repo.got(f"/{GT_PATH}/sglang_generated/img_1gpu.jpg") == 1
+    offline = pytester.runpytest(*args, source)
+    offline.assert_outcomes(passed=1)
+    compared = results(pytester)["scenarios"][0]["consistency"]
+    cached = pytester.path / "cache" / repo_name / revision / GT_PATH / "sglang_generated" / "img_1gpu.jpg"
+    assert (compared["status"], compared["integrity"], compared["gt_files"]) == ("pass", "verified", [str(cached)])

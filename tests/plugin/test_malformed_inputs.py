@@ -248,6 +248,8 @@ CASES = [
     P("thresholds-nan", *THRESHOLDS, expect=(T, "default_ssim_threshold_image"), raw={T: '{"default_ssim_threshold_image": NaN, "cases": {}}'}),
     P("thresholds-out-of-range", *THRESHOLDS, expect=(T, "default_ssim_threshold_image"), change=set_in(T, "default_ssim_threshold_image", value=7.0)),
     P("thresholds-cases-list", *THRESHOLDS, expect=(T, "cases"), change=set_in(T, "cases", value=[])),
+    P("thresholds-audio-negative", *THRESHOLDS, expect=(T, "default_audio_rms_db_diff_threshold"), change=set_in(T, "default_audio_rms_db_diff_threshold", value=-1)),
+    P("thresholds-audio-case-string", *THRESHOLDS, expect=(T, "cases.tiny.audio_duration_diff_threshold"), change=set_in(T, "cases", "tiny", "audio_duration_diff_threshold", value="long")),
     P("thresholds-missing-file", *CONSISTENCY, "--diffperf-thresholds=nope.json", expect=("nope.json",)),
     # -- ground truth: checked before any server starts ------------------------------------------
     P("gt-manifest-truncated", *CONSISTENCY, expect=(M, "invalid JSON"), raw={M: '{"format": 1, "files": {'}),
@@ -259,6 +261,12 @@ CASES = [
     P("gt-file-not-image", *CONSISTENCY, expect=("tiny_1gpu.png", "sha256", M), raw={"gt/tiny_1gpu.png": b"not a png at all"}),
     P("gt-folder-missing", "--diffperf-gt-dir=nope", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("--diffperf-gt-dir", "nope"), subprocess=True),
     P("gt-frames-every-0", *CONSISTENCY, "--diffperf-frames=every:0", expect=("every:0",)),
+    P("gt-github-malformed", "--diffperf-gt-dir=github:sgl-project", expect=("--diffperf-gt-dir", "github:OWNER/REPO@REVISION", "'github:sgl-project'")),
+    P("gt-github-dotdot", "--diffperf-gt-dir=github:a/b@c:../x", expect=("--diffperf-gt-dir", "'..'")),
+    P("gt-url-no-host", "--diffperf-gt-dir=https://", expect=("--diffperf-gt-dir", "consistency_gt folder")),
+    P("gt-pinned-with-json-cases", "--diffperf-gt-dir=sglang", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("--diffperf-gt-dir", "case lists' release")),
+    P("gt-backoff-text", "--diffperf-gt-dir=github:a/b@c", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("DIFFPERF_GT_BACKOFF_S", "'soon'"), env={"DIFFPERF_GT_BACKOFF_S": "soon"}),
+    P("gt-regen-into-github", "--regen-ground-truth", "--diffperf-gt-dir=github:a/b@c", "--diffperf-clip-model=diffperf-tiny", "--diffperf-clip-pretrained=none", expect=("--diffperf-gt-dir", "writes into a local folder")),
     P("gt-unknown-clip", "--diffperf-gt-dir=gt", "--diffperf-clip-model=NoSuchCLIP", expect=("NoSuchCLIP",)),
     # -- options ---------------------------------------------------------------------------------
     P("opt-request-timeout-inf", "--diffperf-request-timeout=inf", expect=("--diffperf-request-timeout", "'inf'"), subprocess=True),
