@@ -79,7 +79,8 @@ class Provenance(BaseModel):
     def line(self) -> str:
         """One header line."""
         commit = f"commit {self.commit[:12]}" if self.commit else "no commit"
-        server = f"{self.launcher} {self.server_version or '(version unknown)'}" if self.launcher else ""
+        unknown = "(not installed here)" if self.launcher in SERVER_DISTRIBUTIONS else "(version unknown)"
+        server = f"{self.launcher} {self.server_version or unknown}" if self.launcher else ""
         device = f"{self.device} ({self.measured_platform or 'platform unknown'})" if self.device else ""
         runner = f"runner {self.runner}" + (f" (overrides {self.runner_prefix!r})" if self.runner_prefix else "")
         parts = [f"pytest-diffperf {self.plugin_version}", commit, server, device, runner if self.runner else ""]
