@@ -226,6 +226,9 @@ class DiffperfSession:
                 f"{len(self.not_expressible)} not expressible yet"
             )
             lines += [f"diffperf: note: {note}" for note in source.get("notes", [])]
+        missing = self.launcher.missing_program() if self.ab is None else None  # A/B sides name their own builds
+        if missing:
+            lines.append(f"diffperf: warning: {missing}")
         if self.settings.diffperf_dry_run:
             lines.append("diffperf: dry run: nothing is started; each scenario's plan is printed at the end")
         if self.shard is not None:
