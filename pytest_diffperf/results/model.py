@@ -114,6 +114,13 @@ class ABMetricRecord(BaseModel):
     between: float | None = None
     within: float | None = None
 
+    def estimated_candidate_ms(self) -> float | None:
+        """The candidate's figure as the verdict estimates it: the base's median times the paired ratio (so that
+        the two figures a table shows and their change are one estimate); the candidate's own median without one."""
+        if self.base_ms is not None and self.ratio is not None:
+            return self.base_ms * self.ratio
+        return self.candidate_ms
+
 
 class StageShareRecord(BaseModel):
     """One stage's change and its share of e2e's change."""

@@ -136,7 +136,7 @@ def _regressions(results: Sequence[ScenarioResult]) -> list[str]:
     for r, m in regressed:  # A/B: the candidate against the base, the ratio's interval against the tolerance
         interval = f" [{pct(m.low - 1)}, {pct(m.high - 1)}]" if m.low is not None and m.high is not None else ""
         lines.append(
-            f"| {_cell(r.scenario)} | A/B {_cell(label(m.name))} | {num(m.candidate_ms)} ms | {num(m.base_ms)} (base) | "
+            f"| {_cell(r.scenario)} | A/B {_cell(label(m.name))} | {num(m.estimated_candidate_ms())} ms | {num(m.base_ms)} (base) | "
             f"{pct(m.ratio - 1) if m.ratio is not None else '-'}{interval} | - | ±{m.tolerance:.1%} | "
             f"{_cell(label(m.name)) if m.name.startswith('stage[') else '-'} |"
         )
