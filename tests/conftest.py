@@ -37,6 +37,7 @@ LONGEST_FIRST = (
     "tests/plugin/test_bundled_ci.py",
     "tests/plugin/test_bundled_ab.py",
     "tests/plugin/test_bundled_ground_truth.py",
+    "tests/test_ci_workflows.py",
 )
 
 
