@@ -3,7 +3,8 @@ joins, the earlier run it is compared with, and the HTML report.
 
 Everything a run is asked to write or read is checked before a server starts (one
 ``DiffperfError`` naming the option): an HTML report needs matplotlib (the ``report`` extra), an
-earlier results file must read as one, ``last`` needs a history with a run in it.
+earlier results file must read as one, ``last`` needs a history with a run in it, and another run
+still writing the same ``--diffperf-json`` refuses this one (``ResultsLock``).
 """
 
 from __future__ import annotations
