@@ -81,6 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
     artifacts = session.consistency.artifacts_dir if session.consistency else None
     collector = ResultsCollector(session.header(), session.settings.diffperf_json, artifacts)
     config.pluginmanager.register(collector, "diffperf-results")
+    from .suite.emptyrun import EmptyRun
+
+    config.pluginmanager.register(EmptyRun(session, collector), "diffperf-empty-run")
     from .suite.unmatched import UnmatchedReport
 
     config.pluginmanager.register(UnmatchedReport(session), "diffperf-unmatched")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_diffperf._util.text import truthy
-from tests.support import forks
+from tests.support import forks, tempcheck
 from tests.support.paths import LAYOUT, SGLANG_DATA, SINGLE
 from tests.support.preload import preload
 from tests.support.refserver import Servers
@@ -37,12 +37,25 @@ LONGEST_FIRST = (
     "tests/plugin/test_bundled_ci.py",
     "tests/plugin/test_bundled_ab.py",
     "tests/plugin/test_bundled_ground_truth.py",
+    "tests/test_ci_workflows.py",
 )
+
+
+TEMP_DIR = pytest.StashKey[Path]()
+SESSION = pytest.StashKey[pytest.Session]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's: order files by their number of tests
         config.option.loadscopereorder = False
+    # the test suite (not the README's main job, which loads this file too): one temp folder, checked empty at
+    # the end; made by the controller (or the only process), inherited by every process it starts
+    if not config.getoption("diffperf", None) and "PYTEST_XDIST_WORKER" not in os.environ:
+        config.stash[TEMP_DIR] = tempcheck.redirect()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[SESSION] = session
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the fast tests start no fork server
@@ -61,6 +74,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_unconfigure(config: pytest.Config) -> None:
     if FORK_SERVER in config.stash:
         config.stash[FORK_SERVER].stop()
+    if TEMP_DIR in config.stash:  # after every process of the run has ended
+        left = tempcheck.finish(config.stash[TEMP_DIR])
+        session = config.stash.get(SESSION, None)
+        if left and session is not None and not config.option.collectonly:
+            print(f"\nERROR: the tests left {len(left)} file(s) or folder(s) in the temp folder: {', '.join(left)}")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

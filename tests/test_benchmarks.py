@@ -37,6 +37,7 @@ SMOKES = {
     "bench_machine_local": ("trial 1: 2x: ", (SERVER,)),
     "bench_interference": ("flux_kontext_tiny_edit: ", (SERVER,)),
     "bench_ab_cost": ("| mode | wall s |", (SERVER,)),
+    "bench_ci_cost": ("static: ", ()),
 }
 
 
@@ -48,7 +49,8 @@ def test_the_readme_ci_and_bench_suite_share_the_test_commands():
     readme = (REPO / "README.md").read_text()
     for args in (bench.FULL, bench.FAST):  # the whole command: followed by a space or the code span's end
         assert re.search(re.escape(f"pytest {shlex.join(args)}") + r"[ `]", readme), args
-    assert f"\npython3 -m pytest {shlex.join(bench.FULL)}\n" in (REPO / ".ci" / "run").read_text()
+    assert "\nbash .ci/readme\n" in (REPO / ".ci" / "run").read_text()  # in the README's venv, built from scratch
+    assert f"\npytest {shlex.join(bench.FULL)} " in (REPO / ".ci" / "readme").read_text()
 
 
 def test_every_benchmark_has_a_smoke_run():

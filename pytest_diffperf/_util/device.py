@@ -37,6 +37,21 @@ def accelerator_name() -> str | None:
     return None
 
 
+def driver_version() -> str | None:
+    """The NVIDIA driver's version (``nvidia-smi``), None where there is none."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
+    return f"NVIDIA {lines[0]}" if lines else None
+
+
 def _name(tool: str, out: str) -> str | None:
     lines = [line.strip() for line in out.splitlines() if line.strip()]
     if tool == "rocm-smi":  # csv: device,Card series,...

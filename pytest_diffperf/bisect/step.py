@@ -115,7 +115,9 @@ def run_step(
         code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
     wall_s = time.monotonic() - started
     if code == PYTEST_NO_TESTS:
-        raise DiffperfError(f"the pytest arguments selected no scenario (log: {log})", source="-k")
+        raise DiffperfError(
+            f"the pytest arguments selected no scenario, or every one was skipped (log: {log})", source="-k"
+        )
     if code not in (0, 1) or not results.is_file():
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:])
         raise DiffperfError(f"pytest exited {code} without a verdict (log: {log}):\n{tail}", source=f"step {name}")

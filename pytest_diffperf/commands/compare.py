@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -130,14 +131,21 @@ def _compare(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_dry_run(runs, repeats, _output_paths(args, Path(f"<temp>/{OUTPUT_PREFIX}*"))[1])
         return 0
+    made: Path | None = None  # the default output folder, made here: removed again if the run stops before it starts
     if args.output is None:
         tempdirs.sweep(OUTPUT_PREFIX)
-    output, log_root = _output_paths(args, args.output or tempdirs.make(OUTPUT_PREFIX))
+        made = tempdirs.make(OUTPUT_PREFIX)
+    output, log_root = _output_paths(args, made or args.output)
     reads = [(args.config, "--cases"), *([(args.journal, "--journal")] if args.journal else [])]
-    check_writable(output, "--output", reads)
-    check_folder(log_root, "--log-dir" if args.log_dir else "--output", reads)
-    if args.journal is not None:
-        check_writable(args.journal, "--journal", reads[:1])
+    try:
+        check_writable(output, "--output", reads)
+        check_folder(log_root, "--log-dir" if args.log_dir else "--output", reads)
+        if args.journal is not None:
+            check_writable(args.journal, "--journal", reads[:1])
+    except DiffperfError:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
     started = datetime.now(timezone.utc)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)

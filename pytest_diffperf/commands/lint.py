@@ -57,6 +57,15 @@ def run(args: argparse.Namespace) -> int:
         raise DiffperfError("only applies with --prune", source="--dry-run")
     findings = lint_paths(args.files, args.hardware)
     cases = args.cases or _case_files(args.files)
+    broken = _broken_case_files(args.cases, findings)
+    findings += broken
+    note = None
+    if broken or any(f.severity == "error" and Path(f.file) in _as_paths(cases) for f in findings):
+        if args.prune:
+            listed = "; ".join(f"{f.file}: {f.key}: {f.message}" for f in findings if f.severity == "error")
+            raise DiffperfError(f"nothing pruned: the case file has errors: {listed}", source="--prune")
+        note = "unused entries not looked for: the case file has errors"
+        cases = []
     if cases:
         unused = find_unused(args.files, args.hardware, cases, Path(args.gt_dir) if args.gt_dir else None)
         if args.prune:
@@ -74,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         for finding in findings:
             print(finding)
+        if note:
+            print(note)
         counts = Counter(f.severity for f in findings)
         print(f"{counts['error']} error(s), {counts['warning']} warning(s)")
     failing = {"error", "warning"} if args.strict else {"error"}
@@ -127,6 +138,22 @@ def lint_file(path: Path, *, skip_unknown: bool = False) -> list[Finding]:
 def _is_thresholds(path: Path) -> bool:
     data, _ = read_for_lint(path)
     return data is not None and is_threshold_document(data)
+
+
+def _as_paths(cases: str | list[Path]) -> list[Path]:
+    return cases if isinstance(cases, list) else [Path(cases)]
+
+
+def _broken_case_files(cases: str | None, findings: list[Finding]) -> list[Finding]:
+    """Every problem of a ``--cases`` JSON file not linted already (not just the first, as loading it says), when it
+    has an error: the unused entries are not looked for then."""
+    path = Path(cases) if cases else None
+    if path is None or not path.is_file() or is_sglang_source(path) or any(Path(f.file) == path for f in findings):
+        return []
+    data, out = read_for_lint(path)
+    if data is not None and is_case_document(data):
+        out += lint_case_doc(path, data)
+    return out if any(f.severity == "error" for f in out) else []
 
 
 def _case_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -15,10 +15,12 @@ from .._util.text import format_table
 from ..errors import DiffperfError
 from ..perf.scenarios import CLI_FLAGS, load_scenario_set
 from ..results.merge import failing, merge, missing, outcome_counts, read_results, results_of
-from ..results.model import ScenarioResult
+from ..results.model import ScenarioResult, nothing_judged, skipped_line
 from ..results.nextsteps import RunContext, details, wrapped
 from ..results.stepsummary import markdown
 from ..results.tables import REASON_WIDTH, summary_table
+
+EMPTY_EXIT = 5  # nothing judged: pytest's "no tests ran"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,11 +30,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Merge --diffperf-json files (of shards, or of xdist-less separate runs) into one file and "
         "print one summary (also appended as Markdown to $GITHUB_STEP_SUMMARY when set). Exit status 1 "
         "when a scenario failed (performance or consistency) or errored, or was inconclusive in runs with "
-        "--diffperf-inconclusive=fail, or when --expect-all finds scenarios that ran in no file.",
+        "--diffperf-inconclusive=fail, or when --expect-all finds scenarios that ran in no file; exit status 5 "
+        "when nothing was judged (every scenario skipped: wrong runner labels, dry runs), unless --allow-empty.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="results files (results-*.json)")
     parser.add_argument("-o", "--output", help="write the merged results here")
     parser.add_argument("--markdown", help="also write the Markdown summary to this file")
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="exit 0 when every scenario was skipped (nothing judged), as a merge of dry runs is",
+    )
     parser.add_argument("--expect-all", metavar="BASELINE", help="every scenario of this baseline file must have run")
     parser.add_argument("--hardware", help="platform, to pick scenarios (and the file of a folder) for --expect-all")
     parser.add_argument(
@@ -94,12 +102,19 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if absent:
         print(f"{len(absent)} scenario(s) of {args.expect_all} ran in no shard: {', '.join(absent)}")
+    empty = nothing_judged(results)
+    if empty:
+        why = f"every scenario skipped ({skipped_line(results)})" if results else "no scenario in the files"
+        allowed = " (allowed: --allow-empty)" if args.allow_empty else "; pass --allow-empty if that is expected"
+        print(f"diffperf merge: nothing was judged: {why}{allowed}")
     if args.output:
         _write(Path(args.output), json.dumps(merged, indent=2) + "\n", "-o")
         print(f"wrote {args.output}")
     notes = [f"merged from {len(args.files)} file(s)"]
     if absent:
         notes.append(f"{len(absent)} scenario(s) ran in no shard: {', '.join(absent)}")
+    if empty:
+        notes.append("nothing was judged: every scenario skipped")
     md = markdown(results, merged, merged.get("provenance"), notes, run=run)
     if args.markdown:
         _write(Path(args.markdown), md, "--markdown")
@@ -107,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         write_html(Path(args.html), results, merged, args, notes, steps)
         print(f"wrote {args.html}")
-    return 1 if absent or failing(merged, results) else 0
+    if absent or failing(merged, results):
+        return 1
+    return EMPTY_EXIT if empty and not args.allow_empty else 0
 
 
 def _write(path: Path, text: str, flag: str) -> None:

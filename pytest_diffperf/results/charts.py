@@ -186,6 +186,32 @@ def ab_chart(ab: ABRecord) -> str | None:
     return interval_chart(rows, bands, "each metric's tolerance", "A/B: candidate / base, with intervals", AB_COLORS)
 
 
+def ab_stages_chart(ab: ABRecord) -> str | None:
+    """An A/B run's e2e and stages in milliseconds, the base's median beside the candidate's (DenoisingStage 125 ->
+    426 ms as two bars), each stage's ratio and verdict at its end."""
+    shown = [m for m in ab.metrics if m.name == "e2e" or m.name.startswith("stage[")]
+    shown = [m for m in shown if m.base_ms is not None and m.candidate_ms is not None]
+    if not shown:
+        return None
+    shown.sort(key=lambda m: (m.name != "e2e", -(m.base_ms or 0.0)))
+    fig, ax = _figure(round(len(shown) * 1.6))
+    y = [2.0 * i for i in range(len(shown))][::-1]
+    base = [m.base_ms or 0.0 for m in shown]
+    candidate = [m.candidate_ms or 0.0 for m in shown]
+    ax.barh([v + 0.4 for v in y], base, height=0.75, color=SIDE_COLORS["base"], label="base (median)")
+    ax.barh([v - 0.4 for v in y], candidate, height=0.75, color=SIDE_COLORS["candidate"], label="candidate (median)")
+    for v, m, width in zip(y, shown, [max(b, c) for b, c in zip(base, candidate, strict=True)], strict=True):
+        note = f" {m.ratio - 1:+.1%} {m.verdict}" if m.ratio is not None else ""
+        ax.annotate(f"{m.base_ms:.0f} -> {m.candidate_ms:.0f} ms{note}", (width, v), xytext=(4, 0),
+                    textcoords="offset points", va="center", fontsize=8, color=AB_COLORS.get(m.verdict, EXPECTED))  # fmt: skip
+    ax.set_yticks(y, [label(m.name) for m in shown])  # a linear axis: bars from 0 compare by length
+    ax.margins(x=0.35)
+    ax.set_xlabel("ms")
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.set_title("A/B: each stage, base against candidate", fontsize=10, loc="left")
+    return svg(fig)
+
+
 def noise_chart(noise: NoiseRecord) -> str | None:
     """A static run's timing checks as intervals on actual / expected, each against its own limit."""
     shown = [c for c in noise.checks if c.expected > 0]

@@ -1,10 +1,12 @@
 """The HTML report: one self-contained file (inline CSS, SVG charts, images as data URIs) that works offline.
 
-The run's totals and provenance; the summary table; the comparison with an earlier run; per
+The run's totals and provenance (an A/B run's two builds named at the top); the summary table, searched, filtered
+by outcome and sorted by any column (an inline script); the comparison with an earlier run; per
 scenario its checks, a stage bar chart against the limits, its per-step times against the
-baseline's steps, the A/B ratio intervals or the static intervals where the run has them, the
+baseline's steps, an A/B run's stages in ms (base beside candidate) and ratio intervals or the static intervals where the run has them, the
 consistency images (output, ground truth, difference heatmap, as the consistency check draws
-them) and, given a history, its trend with the change points found. Written by ``pytest
+them), each server's log tail and, given a history, its trend with the change points found; the environment
+(versions, driver, device, runner) and the run's settings close it. Written by ``pytest
 --diffperf-html PATH`` and ``diffperf merge --html PATH``; needs the ``report`` extra (matplotlib).
 """
 
@@ -47,12 +49,27 @@ section.scenario summary{cursor:pointer;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:8px}.charts svg{max-width:100%;height:auto}
 img.consistency{max-width:100%;image-rendering:pixelated;border:1px solid #ddd}
 .muted{color:#646970}.reason{color:#8a2424}code{font-size:12px}
-body.failures-only section.scenario.passed,body.failures-only tr.passed{display:none}
+.controls{display:flex;gap:1em;align-items:center;flex-wrap:wrap;margin:.6em 0}
+.controls input[type=search]{padding:3px 6px;min-width:16em}
+#summary th{cursor:pointer;user-select:none;white-space:nowrap}#summary th:after{content:" \\2195";color:#aaa}
+.sides{font-size:1.05em;margin:.2em 0 .6em}pre.log{max-height:24em;overflow:auto;background:#f6f7f7;padding:6px}
 """
-SCRIPT = (
-    "document.getElementById('only-failures').addEventListener('change',"
-    "e=>document.body.classList.toggle('failures-only',e.target.checked));"
-)
+# Search, the outcome filter and "only not passed" over the summary's rows and the scenario sections; a click on a
+# summary column's head sorts by it (numbers as numbers), again the other way. Inline: the page works offline.
+SCRIPT = """(()=>{const $=i=>document.getElementById(i),q=$('search'),o=$('outcome'),f=$('only-failures');
+const items=[...document.querySelectorAll('#summary tr[class^="o-"],section.scenario')].map(e=>{const row=e.tagName==='TR';
+return {e,row,name:(row?e.cells[0]:e.querySelector('summary')).textContent.split(':')[0].trim().toLowerCase(),
+outcome:row?e.className.split(' ')[0].slice(2):e.querySelector('.badge').textContent.trim(),passed:e.classList.contains('passed')}});
+function apply(){const t=q.value.trim().toLowerCase(),w=o.value;let n=0;for(const i of items){
+const show=i.name.includes(t)&&(!w||i.outcome===w)&&!(f.checked&&i.passed);i.e.hidden=!show;if(show&&i.row)n++}
+$('shown').textContent=n+' of '+items.filter(i=>i.row).length+' scenarios shown'}
+q.addEventListener('input',apply);o.addEventListener('change',apply);f.addEventListener('change',apply);
+document.querySelectorAll('#summary th').forEach((th,c)=>th.addEventListener('click',()=>{const table=th.closest('table'),
+rows=[...table.querySelectorAll('tr')].slice(1),dir=th.dataset.dir==='up'?-1:1;th.dataset.dir=dir>0?'up':'down';
+const key=r=>{const s=r.cells[c].textContent.trim(),x=parseFloat(s.replace(/[+%,]/g,''));return isNaN(x)?s:x};
+rows.sort((a,b)=>{const x=key(a),y=key(b);return (typeof x==='number'&&typeof y==='number'?x-y:String(x).localeCompare(String(y)))*dir})
+.forEach(r=>table.appendChild(r))}));apply()})();"""
+LOG_LINES = 30  # of each server's log, in the report
 NOT_FAILED = frozenset({"pass", "skipped", "unguarded", "unjudged"})
 
 
@@ -87,14 +104,16 @@ def render(
         else Provenance.model_validate(dict(provenance or {"timestamp": ""}))
     )
     title = f"diffperf: profile {header.get('profile')} on {header.get('hardware')}"
+    sides = sides_line(header)
     trends = {s.scenario: s for s in history}
     body = [
         f"<h1>{_e(title)}</h1>",
+        f"<p class='sides'><b>{_e(sides)}</b></p>" if sides else "",
         f"<p>{_badges(results)} <span class='muted'>{_e(totals(results))}</span></p>",
         *(f"<p class='reason'>{_e(note)}</p>" for note in notes),
         f"<p class='muted'>{_e(prov.line())}</p>" if prov.timestamp else "",
-        "<label><input type='checkbox' id='only-failures'> show only the scenarios that did not pass</label>",
         "<h2>Summary</h2>",
+        _controls(results),
         _summary(results),
     ]
     if comparison:
@@ -126,7 +145,7 @@ def render(
                 run,
             )
         )
-    body += ["<h2>Provenance</h2>", _table([["field", "value"], *([k, v] for k, v in prov.pairs())])]
+    body += ["<h2>Environment</h2>", _table([["field", "value"], *([k, v] for k, v in prov.pairs())])]
     body += ["<h2>Run settings</h2>", _table([["setting", "value"], *([k, _text(v)] for k, v in header.items())])]
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -180,7 +199,7 @@ def _scenario(
     svgs = [charts.stage_chart(r), charts.steps_chart(r, steps)]
     if r.ab is not None:
         parts.append(f"<p><b>A/B</b>: {_e(r.ab.headline)}</p>")
-        svgs.append(charts.ab_chart(r.ab))
+        svgs += [charts.ab_stages_chart(r.ab), charts.ab_chart(r.ab)]
     if r.noise is not None:
         svgs.append(charts.noise_chart(r.noise))
     if trend is not None:
@@ -192,10 +211,56 @@ def _scenario(
         parts.append("<div class='charts'>" + "".join(f"<div>{s}</div>" for s in shown) + "</div>")
     if r.consistency:
         parts.append(_consistency(r.consistency, image_dirs))
-    if r.server:
-        parts.append(f"<p class='muted'>server log: <code>{_e(str(r.server.get('log')))}</code></p>")
+    parts += _logs(r)
     parts.append("</details></section>")
     return "\n".join(parts)
+
+
+def sides_line(header: Mapping[str, Any]) -> str | None:
+    """An A/B run's two builds, each with its commit: ``A/B: base git=origin/main (1a2b3c4d5e6f) vs candidate
+    current (9f8e7d6c5b4a)``; None for a static run."""
+    if not header.get("base"):
+        return None
+
+    def side(name: str) -> str:
+        commit = header.get(f"{name}_commit")
+        return f"{name} {header.get(name)}" + (f" ({str(commit)[:12]})" if commit else "")
+
+    return f"A/B: {side('base')} vs {side('candidate')}"
+
+
+def _controls(results: Sequence[ScenarioResult]) -> str:
+    outcomes = sorted({r.outcome for r in results})
+    options = "".join(f"<option value='{_e(o)}'>{_e(o)}</option>" for o in outcomes)
+    return (
+        "<div class='controls'><input type='search' id='search' placeholder='search scenarios' "
+        "aria-label='search scenarios'>"
+        f"<select id='outcome' aria-label='outcome'><option value=''>every outcome</option>{options}</select>"
+        "<label><input type='checkbox' id='only-failures'> only those that did not pass</label>"
+        "<span id='shown' class='muted'></span><span class='muted'>(click a column's head to sort)</span></div>"
+    )
+
+
+def _logs(r: ScenarioResult) -> list[str]:
+    """Each server's log: its path and, where the file is still there, its last ``LOG_LINES`` lines."""
+    logs = [("server", r.server.get("log"))] if r.server else []
+    if r.ab is not None:
+        logs += [(f"{s.get('side')} server {int(s.get('process_pair', 0)) + 1}", s.get("log")) for s in r.ab.servers]
+    out = []
+    for what, log in logs:
+        path = Path(str(log)) if log else None
+        if path is None:
+            continue
+        try:
+            tail = path.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_LINES:]
+        except OSError:
+            out.append(f"<p class='muted'>{_e(what)} log: <code>{_e(str(path))}</code> (not here)</p>")
+            continue
+        out.append(
+            f"<details><summary>{_e(what)} log, last {len(tail)} lines: <code>{_e(str(path))}</code></summary>"
+            f"<pre class='log'>{_e(chr(10).join(tail))}</pre></details>"
+        )
+    return out
 
 
 def _consistency(consistency: Mapping[str, Any], image_dirs: Sequence[Path]) -> str:
@@ -233,7 +298,7 @@ def _find(path: Path, image_dirs: Sequence[Path]) -> Path | None:
 
 def _summary(results: Sequence[ScenarioResult]) -> str:
     table = summary_table(results)
-    rows = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in table[0]) + "</tr>"]
+    rows = ["<table id='summary'><tr>" + "".join(f"<th>{_e(h)}</th>" for h in table[0]) + "</tr>"]
     for result, row in zip(results, table[1:], strict=True):
         passed = "passed" if result.outcome in NOT_FAILED else ""
         cells = [f"<td><a href='#{_id(result.scenario)}'>{_e(row[0])}</a></td>"]
@@ -266,6 +331,8 @@ def _id(scenario: str) -> str:
 
 
 def _text(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "-"
     return "-" if value is None else str(value)
 
 

@@ -9,6 +9,8 @@ An A/B run (``--diffperf-base``) adds its ratios, intervals, verdicts and stage 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -43,6 +45,24 @@ InconclusiveMode = Literal["report", "fail"]  # --diffperf-inconclusive, recorde
 def fails_run(outcome: Outcome, inconclusive: InconclusiveMode) -> bool:
     """Whether an outcome fails the run: "fail" and "error" always, "inconclusive" when the run says so."""
     return outcome in FAILING or (outcome == "inconclusive" and inconclusive == "fail")
+
+
+def nothing_judged(results: Sequence[ScenarioResult]) -> bool:
+    """Whether a run (or a merge of runs) judged nothing: no scenario, or every one skipped (unfit, not
+    expressible, a dry run): green would claim what was never checked."""
+    return all(r.outcome == "skipped" for r in results)
+
+
+def skipped_line(results: Sequence[ScenarioResult]) -> str:
+    """Why the scenarios were skipped, the commonest reason first: ``5 needs 2 devices, 2 dry run``."""
+    reasons = Counter(_reason_kind(r) for r in results if r.outcome == "skipped")
+    return ", ".join(f"{n} {why}" for why, n in reasons.most_common())
+
+
+def _reason_kind(result: ScenarioResult) -> str:
+    """A skip reason without its scenario's name (``flux: needs 2 devices ...`` -> ``needs 2 devices ...``)."""
+    why = (result.message or "skipped").removeprefix(f"{result.scenario}: ")
+    return why.split(";")[0].split(" (")[0].strip() or "skipped"
 
 
 def combine(verdict: ScenarioVerdict, consistency: ConsistencyStatus | None) -> Outcome:
@@ -94,6 +114,13 @@ class ABMetricRecord(BaseModel):
     # the run's own noise (verdicts.noise.estimate_noise, from 2 process pairs on): an A/A run's calibration
     between: float | None = None
     within: float | None = None
+
+    def estimated_candidate_ms(self) -> float | None:
+        """The candidate's figure as the verdict estimates it: the base's median times the paired ratio (so that
+        the two figures a table shows and their change are one estimate); the candidate's own median without one."""
+        if self.base_ms is not None and self.ratio is not None:
+            return self.base_ms * self.ratio
+        return self.candidate_ms
 
 
 class StageShareRecord(BaseModel):

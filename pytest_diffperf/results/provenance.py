@@ -20,13 +20,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
-from .._util.device import accelerator_name, cpu_name
+from .._util.device import accelerator_name, cpu_name, driver_version
 from .._util.git import head_commit
 
 # The CPU-only launchers: their servers measure on the CPU whatever accelerators the machine has.
 CPU_LAUNCHERS = frozenset({"reference"})
 # The distribution whose version a launcher's server reports.
 SERVER_DISTRIBUTIONS = {"sglang": "sglang", "reference": "pytest-diffperf"}
+# What a run's figures depend on, besides the plugin and the server (whose versions have fields of their own).
+PACKAGES = ("torch", "diffusers", "transformers", "triton", "flash-attn", "numpy", "pytest", "pytest-xdist")
 # Device-name fragments (upper case) -> platform, most specific first.
 DEVICE_PLATFORMS = (
     (("RTX 5090", "RTX PRO 6000", "5090"), "5090"),
@@ -50,6 +52,8 @@ FIELDS = (
     "runner_prefix",
     "host",
     "python",
+    "packages",
+    "driver",
     "ci_run",
     "interference",
 )
@@ -72,6 +76,8 @@ class Provenance(BaseModel):
     runner_prefix: str | None = None  # the runner_overrides prefix applied
     host: str | None = None
     python: str | None = None
+    packages: str | None = None  # the serving and testing stack's versions (PACKAGES), as installed here
+    driver: str | None = None  # the accelerator's driver
     ci_run: str | None = (
         None  # the CI run's page (GitHub Actions: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID)
     )
@@ -80,7 +86,8 @@ class Provenance(BaseModel):
     def line(self) -> str:
         """One header line."""
         commit = f"commit {self.commit[:12]}" if self.commit else "no commit"
-        server = f"{self.launcher} {self.server_version or '(version unknown)'}" if self.launcher else ""
+        unknown = "(not installed here)" if self.launcher in SERVER_DISTRIBUTIONS else "(version unknown)"
+        server = f"{self.launcher} {self.server_version or unknown}" if self.launcher else ""
         device = f"{self.device} ({self.measured_platform or 'platform unknown'})" if self.device else ""
         runner = f"runner {self.runner}" + (f" (overrides {self.runner_prefix!r})" if self.runner_prefix else "")
         parts = [f"pytest-diffperf {self.plugin_version}", commit, server, device, runner if self.runner else ""]
@@ -143,8 +150,21 @@ def collect(
         runner_prefix=runner_prefix,
         host=platform.node() or None,
         python=f"{platform.python_version()} ({sys.implementation.name})",
+        packages=installed_packages(),
+        driver=driver_version(),
         ci_run=ci_run(os.environ),
     )
+
+
+def installed_packages() -> str | None:
+    """``torch 2.14.1+cu130, diffusers 0.37.0, ...``: the versions of PACKAGES installed here."""
+    found = []
+    for name in PACKAGES:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ", ".join(found) or None
 
 
 def ci_run(env: Mapping[str, str]) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..protocol import DENOISING_STAGE
-from .model import OUTCOMES, CheckRecord, ScenarioResult
+from .model import OUTCOMES, CheckRecord, ScenarioResult, nothing_judged
 from .nextsteps import RunContext, ground_truth_next, inconclusive_next, not_passed
 from .provenance import Provenance
 from .tables import (
@@ -79,7 +79,10 @@ def markdown(
     run = run if run is not None else RunContext.of(header)
     outcomes: Counter[str] = Counter(r.outcome for r in results)
     worst = next((o for o in ("error", "fail", "inconclusive") if outcomes[o]), "pass")
-    title = f"### {ICONS.get(worst, '')} diffperf: profile `{header.get('profile')}` on `{header.get('hardware')}`"
+    where = f"profile `{header.get('profile')}` on `{header.get('hardware')}`"
+    title = f"### {ICONS.get(worst, '')} diffperf: {where}"
+    if nothing_judged(results):  # never a green tick for what was not checked
+        title = f"### {ICONS['skipped']} diffperf: nothing judged ({totals(results)}): {where}"
     prov = provenance if isinstance(provenance, Provenance) else _provenance(provenance)
     lines = [title, "", f"**{totals(results)}**" + (f" · {prov.line()}" if prov else ""), ""]
     lines += [f"> {note}" for note in notes] + ([""] if notes else [])
@@ -133,7 +136,7 @@ def _regressions(results: Sequence[ScenarioResult]) -> list[str]:
     for r, m in regressed:  # A/B: the candidate against the base, the ratio's interval against the tolerance
         interval = f" [{pct(m.low - 1)}, {pct(m.high - 1)}]" if m.low is not None and m.high is not None else ""
         lines.append(
-            f"| {_cell(r.scenario)} | A/B {_cell(label(m.name))} | {num(m.candidate_ms)} ms | {num(m.base_ms)} (base) | "
+            f"| {_cell(r.scenario)} | A/B {_cell(label(m.name))} | {num(m.estimated_candidate_ms())} ms | {num(m.base_ms)} (base) | "
             f"{pct(m.ratio - 1) if m.ratio is not None else '-'}{interval} | - | ±{m.tolerance:.1%} | "
             f"{_cell(label(m.name)) if m.name.startswith('stage[') else '-'} |"
         )

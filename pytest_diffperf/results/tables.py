@@ -252,10 +252,10 @@ def noise_text(result: ScenarioResult, name: str) -> str:
 
 
 def e2e_of(result: ScenarioResult) -> tuple[float | None, float | None]:
-    """The judged e2e and its expected value (None when unknown); for an A/B run, the candidate's and the base's
-    medians."""
+    """The judged e2e and its expected value (None when unknown); for an A/B run, the base's median and the
+    candidate's as the paired estimate puts it (base x ratio: the row's Δ is their change, not a second estimate)."""
     if result.ab is not None and (m := result.ab.metric("e2e")) is not None and m.candidate_ms is not None:
-        return m.candidate_ms, m.base_ms
+        return m.estimated_candidate_ms(), m.base_ms
     e2e = result.check("e2e")
     actual = e2e.actual if e2e is not None and e2e.actual is not None else result.measured.get("e2e_ms")
     return actual, (e2e.expected if e2e is not None else None)

@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -90,6 +91,18 @@ class Launcher:
 
     def program(self) -> list[str]:
         return ["sglang"]
+
+    def missing_program(self) -> str | None:
+        """What to do when this launcher's program is not installed here (None when it is): its name, and how to
+        install it or choose another launcher."""
+        first = self.program()[0]
+        if shutil.which(first) is not None:
+            return None
+        how = "install SGLang (pip install sglang)" if self.name == "sglang" else f"install {first!r}"
+        return (
+            f"{first!r} is not installed here (not on PATH) for launcher {self.name!r} (--diffperf-server): {how}, "
+            "or pass --diffperf-server=reference for the bundled CPU reference server"
+        )
 
     def program_in(self, python: str) -> list[str]:
         """The program as another Python environment installs it (``--diffperf-base python=...``):

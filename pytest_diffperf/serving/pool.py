@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..platforms import DEVICE_ENV_VARS
+from . import watchdog
 from .launchers import Launcher, ServerSpec, get_launcher
 from .process import (
     PROGRESS_EVERY_S,
@@ -164,8 +165,7 @@ class ServerPool:
             launch.pid = server.pid
             self._current = (spec, server)
         except ServerError as exc:
-            self._failed_start(pending, exc)
-            raise
+            raise self._failed_start(pending, exc) from None
         return pending
 
     def _ready(self, pending: _Pending) -> ServerProcess:
@@ -173,19 +173,24 @@ class ServerPool:
         try:
             server.wait_ready(self.startup_timeout)
         except ServerError as exc:
-            self._failed_start(pending, exc)
-            raise
+            raise self._failed_start(pending, exc) from None
         launch.ready, launch.load_ms = True, server.load_ms
         load = f" (load {server.load_ms / 1000:.1f} s)" if server.load_ms is not None else ""
         self.progress(f"diffperf: {server.label} ready after {time.monotonic() - pending.started:.1f} s{load}")
         return server
 
-    def _failed_start(self, pending: _Pending, exc: ServerError) -> None:
+    def _failed_start(self, pending: _Pending, exc: ServerError) -> ServerError:
+        """Record a failed start (not retried); the error to raise (with the missing program named)."""
         self.release()
         pending.launch.error = exc.headline(last_log_line=True)
         pending.launch.ended = pending.server.ended
         note = f"(startup failed after {time.monotonic() - pending.started:.1f} s)"
-        self._failed[pending.spec] = ServerError(exc.problem, exc.server, note)
+        problem = exc.problem
+        if exc.server is not None and watchdog.CANNOT_START in exc.server.tail:  # no such program: say which, and why
+            missing = (self.launcher or get_launcher(pending.spec.launcher)).missing_program()
+            problem += f": {missing}" if missing else ""
+        self._failed[pending.spec] = ServerError(problem, exc.server, note)
+        return exc if problem == exc.problem else ServerError(problem, exc.server, exc.note)
 
     def release(self) -> None:
         self._pending = None

@@ -28,6 +28,7 @@ import psutil
 from .._util.lifecycle import become_subreaper, exit_as
 
 POLL_S = 0.2
+CANNOT_START = "diffperf watchdog: cannot start"  # its log line when the server's program is not there
 GRACE_S = 3.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 STOPPED_CODE = 128 + signal.SIGTERM  # stopped (signalled, or a watched process died)
@@ -118,7 +119,7 @@ def run(command: Sequence[str], watch: Sequence[int]) -> int | None:
     except _Stop:
         return None
     except OSError as exc:
-        sys.stderr.write(f"diffperf watchdog: cannot start {command[0]!r}: {exc.strerror}\n")
+        sys.stderr.write(f"{CANNOT_START} {command[0]!r}: {exc.strerror}\n")
         return 127
     finally:
         for sig in STOP_SIGNALS:

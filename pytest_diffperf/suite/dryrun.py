@@ -1,6 +1,7 @@
 """``--diffperf-dry-run``: each selected scenario's server command, environment and request, printed; nothing starts.
 
-Each scenario is skipped before its server would be asked for, its plan attached to the report (so
+Each scenario is skipped before its server would be asked for (one that a run fails before judging it, for
+want of a case or a baseline scenario, fails here too), its plan attached to the report (so
 an xdist worker's plans reach the controller), and the terminal summary prints the plans. Commands
 and environments are the pool's own (``ServerPool.plan``): the ports are free ones from this
 process's range (an xdist worker's own), the devices its slice.
@@ -37,8 +38,13 @@ class DryRun:
         marker = item.get_closest_marker("skip")
         skipped = str(marker.kwargs.get("reason", "")) if marker else None
         item.user_properties.append((DRY_RUN_PROPERTY, "\n".join(self.plan(item, scenario, skipped))))
-        if skipped is None:  # a marked scenario is skipped with its own reason
+        if skipped is None and not self.fails(item, scenario):  # a marked scenario is skipped with its own reason
             pytest.skip(f"{scenario}: dry run, nothing started")
+
+    def fails(self, item: pytest.Item, scenario: str) -> bool:
+        """Whether a run would fail the scenario before judging anything (no case, or a case without a baseline
+        scenario): the dry run fails it too, starting nothing (``ScenarioItem.runtest``)."""
+        return scenario not in self.session.cases or self.judged(item, scenario).startswith("fails:")
 
     def plan(self, item: pytest.Item, scenario: str, skipped: str | None) -> list[str]:
         """The scenario's block: where it would run, its server (or the one it shares), request and judging."""

@@ -108,8 +108,8 @@ class ScenarioItem(pytest.Item):
             self.add_marker(pytest.mark.skip(reason=f"{self.name}: {reason}"))
 
     def setup(self) -> None:
-        if self._ab() is not None:
-            return  # an A/B run starts its own server pairs
+        if self._ab() is not None or _session(self.config).settings.diffperf_dry_run:
+            return  # an A/B run starts its own server pairs; a dry run none
         if self.spec is not None and self.case is not None:
             session = _session(self.config)
             pool = session.pool
@@ -146,6 +146,13 @@ class ScenarioItem(pytest.Item):
             )
             self._report(result)
             raise ScenarioFailure(result.message)
+        if session.settings.diffperf_dry_run:  # a case without a baseline scenario (suite.dryrun): as a run ends
+            message = (
+                f"case {self.name!r} has no baseline scenario in {session.baselines.primary}: a run measures it "
+                "and fails, printing the baseline to add (pytest --regen-baselines -k ID writes it)"
+            )
+            self._report(ScenarioResult(scenario=self.name, verdict="fail", message=message))
+            raise ScenarioFailure(message)
         ab = self._ab()
         if ab is not None:
             self._run_ab(session, ab)

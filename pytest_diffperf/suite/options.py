@@ -305,6 +305,10 @@ class Settings:
         _prestart,
         "auto",
     )
+    diffperf_allow_empty: bool = switch(
+        "--diffperf-allow-empty",
+        "a run that judged nothing (every scenario skipped or deselected) passes (default: it exits 5, saying so)",
+    )
     diffperf_inconclusive: InconclusiveMode = option(
         "--diffperf-inconclusive",
         "an inconclusive verdict: report (the test shows INCONCLUSIVE, the run does not fail) or fail",

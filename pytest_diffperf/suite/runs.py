@@ -3,7 +3,8 @@ joins, the earlier run it is compared with, and the HTML report.
 
 Everything a run is asked to write or read is checked before a server starts (one
 ``DiffperfError`` naming the option): an HTML report needs matplotlib (the ``report`` extra), an
-earlier results file must read as one, ``last`` needs a history with a run in it.
+earlier results file must read as one, ``last`` needs a history with a run in it, and another run
+still writing the same ``--diffperf-json`` refuses this one (``ResultsLock``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock, Timeout
 
 from .._util.atomicfile import write_atomic
 from .._util.text import format_table
@@ -42,8 +44,38 @@ def configure_reporting(config: pytest.Config, session: DiffperfSession) -> None
             session.consistency = dataclasses.replace(session.consistency, artifacts_dir=artifacts)
     if s.diffperf_compare_to is not None and not hasattr(config, "workerinput"):
         config.stash[COMPARED_KEY] = earlier_run(s.diffperf_compare_to, s.diffperf_history)
+    if s.diffperf_json is not None and not hasattr(config, "workerinput"):  # the controller writes it
+        config.pluginmanager.register(ResultsLock.take(s.diffperf_json), "diffperf-results-lock")
     if distributed(config):
         config.pluginmanager.register(WorkerLogDir(session.workdir), "diffperf-worker-logs")
+
+
+class ResultsLock:
+    """Held from a run's start to its end: a second run writing the same ``--diffperf-json`` is refused at its
+    start, not left to overwrite the first one's file silently. The lock file (``.NAME.run.lock`` beside the
+    results file) stays; a run that died holds nothing."""
+
+    def __init__(self, lock: FileLock):
+        self.lock = lock
+
+    @classmethod
+    def take(cls, path: Path) -> ResultsLock:
+        where = Path(path).resolve()
+        lock = FileLock(str(where.with_name(f".{where.name}.run.lock")), timeout=0)
+        if where.parent.is_dir():  # else the folder is made at the end, by the one run that names it
+            try:
+                lock.acquire()
+            except Timeout:
+                raise DiffperfError(
+                    f"{path} is being written by another pytest run, which holds {lock.lock_file}: wait for it to "
+                    "end, or write this run's results elsewhere",
+                    source="--diffperf-json",
+                ) from None
+        return cls(lock)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.lock.release()
 
 
 def earlier_run(given: Path, history_dir: Path | None) -> tuple[str, dict[str, Any]]:

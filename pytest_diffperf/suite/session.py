@@ -185,7 +185,7 @@ class DiffperfSession:
             "profile": self.settings.profile,
             "preset": self.preset.name,
             "hardware": self.settings.diffperf_hardware,
-            "baselines": [str(p) for p in self.baselines.files],
+            "baselines": [str(p) for p in self.judged_files()],
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
             "suites": ",".join(self.case_source["suites"]) if self.case_source else None,
             "sglang_release": (
@@ -203,20 +203,32 @@ class DiffperfSession:
             "candidate_commit": self.ab.sides["candidate"].commit if self.ab else None,
         }
 
+    def judged_files(self) -> list[Path]:
+        """The baseline files this platform's run judges by: the primary (its tolerances), then each file that holds
+        one of its scenarios (on h100 not the NPU and MUSA fragments a folder also has)."""
+        return list(dict.fromkeys([self.baselines.primary, *self.scenarios.files]))
+
     def header_lines(self) -> list[str]:
-        """The report header: settings, the baseline files' lint warnings, where the logs go, the shard."""
+        """The report header: settings, the baseline files' lint warnings, where the logs go, the shard. SGLang's
+        release appears once, on the case lists' line (the results file keeps it as ``sglang_release``)."""
         warnings = sum(f.severity == "warning" for f in lint_baselines(self.baselines, selected=self.scenario_ids()))
-        lines = [f"diffperf: {k}={v}" for k, v in self.header().items() if v is not None]
+        shown = {k: v for k, v in self.header().items() if v is not None and k != "sglang_release"}
+        lines = [f"diffperf: {k}={', '.join(v) if isinstance(v, list) else v}" for k, v in shown.items()]
         if warnings:
             lines.append(f"diffperf: lint: {warnings} warning(s) in the baseline files (see: {self.lint_command()})")
         if self.case_source:
             source = self.case_source
+            release = self.header()["sglang_release"]
             lines.append(
-                f"diffperf: SGLang's case lists {source['path']} as on {source['hardware']} "
-                f"(loaded with {source['loaded_with']}): {len(self.cases)} case(s), "
+                f"diffperf: SGLang's case lists {source['path']}"
+                + (f" of release {release}" if release else "")
+                + f" as on {source['hardware']} (loaded with {source['loaded_with']}): {len(self.cases)} case(s), "
                 f"{len(self.not_expressible)} not expressible yet"
             )
             lines += [f"diffperf: note: {note}" for note in source.get("notes", [])]
+        missing = self.launcher.missing_program() if self.ab is None else None  # A/B sides name their own builds
+        if missing:
+            lines.append(f"diffperf: warning: {missing}")
         if self.settings.diffperf_dry_run:
             lines.append("diffperf: dry run: nothing is started; each scenario's plan is printed at the end")
         if self.shard is not None:

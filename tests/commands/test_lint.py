@@ -219,3 +219,30 @@ def test_cli_hardware_picks_files_and_the_scenarios_judged_there(layout):
 def test_console_script(layout):
     result = subprocess.run(["diffperf", "lint", str(layout)], capture_output=True, text=True)
     assert result.returncode == 0 and "0 error(s)" in result.stdout
+
+
+def test_every_missing_key_of_a_case_file_is_listed(tmp_path, layout):
+    """Not only the first (as loading the file for the unused entries said): each, and nothing pruned."""
+    first, second = tiny_case("a"), tiny_case("b", seed=2)
+    del first["model"], second["prompt"]
+    bad = tmp_path / "bad_cases.json"
+    bad.write_text(json.dumps({"cases": [first, second]}))
+    listed = [
+        f"{bad}:-:cases.0.model: error: required key is missing",
+        f"{bad}:-:cases.1.prompt: error: required key is missing",
+    ]
+    for args in ([str(bad)], [str(layout / "perf_baselines" / "h100.json"), f"--cases={bad}"]):
+        result = cli(*args)
+        assert result.returncode == 1, result.stderr
+        lines = result.stdout.splitlines()
+        assert [line for line in lines if ": error: " in line] == listed
+        assert lines[-2:][0] == "unused entries not looked for: the case file has errors"
+        assert lines[-1].startswith("2 error(s), ")
+    before = (layout / "perf_baselines" / "h100.json").read_bytes()
+    result = cli(str(layout / "perf_baselines" / "h100.json"), f"--cases={bad}", "--prune")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"diffperf lint: error: --prune: nothing pruned: the case file has errors: {bad}: cases.0.model: required "
+        f"key is missing; {bad}: cases.1.prompt: required key is missing"
+    )
+    assert (layout / "perf_baselines" / "h100.json").read_bytes() == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 
 import pytest
 
@@ -71,6 +72,8 @@ def test_regenerated_ground_truth_passes_and_noisy_outputs_fail_naming_metric_an
 
 def test_missing_ground_truth_names_the_files_and_skip_switch_is_reported(pytester, suite, monkeypatch):
     (pytester.path / "gt").mkdir()
+    (pytester.path / "tmp").mkdir()  # the outputs to copy go to a new temp folder (no artifacts folder): here
+    monkeypatch.setattr(tempfile, "tempdir", str(pytester.path / "tmp"))
     args = suite([tiny_case("img")], {"img": GENEROUS}) + CLIP
     missing = pytester.runpytest(*args)
     missing.assert_outcomes(failed=1)

@@ -74,14 +74,24 @@ def cases(suite):
 
 def test_each_scenario_is_planned_and_skipped_and_nothing_starts(pytester, cases):
     listed, args = cases
-    result = pytester.runpytest(*args, "--diffperf-dry-run", "-rs")
-    assert result.ret == 0
-    result.assert_outcomes(skipped=6)
+    result = pytester.runpytest(*args, "--diffperf-dry-run", "-rfs")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the scenario without a case and the case without a baseline
+    result.assert_outcomes(skipped=4, failed=2)
     assert not refservers()
-    assert {s["scenario"]: s["verdict"] for s in results(pytester)["scenarios"]}.keys() == {
-        "a", "b", "off", "edit", "orphan", "new"
-    }  # fmt: skip
-    assert {s["verdict"] for s in results(pytester)["scenarios"]} == {"skipped"}
+    verdicts = {s["scenario"]: s["verdict"] for s in results(pytester)["scenarios"]}
+    assert verdicts == {"a": "skipped", "b": "skipped", "off": "skipped", "edit": "skipped"} | {
+        "orphan": "fail",
+        "new": "fail",
+    }  # fmt: skip: what a run makes of them, counted as such by diffperf merge
+    result.stdout.fnmatch_lines(
+        [
+            "  new (fail): case 'new' has no baseline scenario in",
+            "      */baselines.json:",
+            "      a run measures it and fails, printing the baseline to add (pytest",
+            "FAILED baselines.json::orphan - scenario 'orphan' has a baseline in *",
+            "FAILED baselines.json::new - case 'new' has no baseline scenario in *",
+        ]
+    )
     result.stdout.fnmatch_lines(
         [
             "diffperf: dry run: nothing is started; each scenario's plan is printed at the end",

@@ -109,3 +109,59 @@ def test_an_inconclusive_scenarios_section_says_whole_why_and_what_next(tmp_path
     )
     assert "<li>calibrate the noise: <code>--diffperf-noise=FILE (docs/verdicts.md)</code></li>" in part
     assert "<td>e2e</td><td class=n>1090.00</td>" in part and "<td>inconclusive</td>" in part  # as judged
+
+
+def test_an_ab_report_names_both_sides_charts_each_stage_and_shows_the_environment_and_log_tails(tmp_path):
+    """The reviewers' asks: "A/B: base X vs candidate Y" at the top; search, outcome filter and sorting (an inline
+    script, nothing fetched); the stages in ms, base beside candidate; the versions, driver and device; the logs."""
+    found = results(tmp_path / "x.png")
+    ab = next(r for r in found if r.scenario == "ab")
+    assert ab.ab is not None
+    stage = ab.ab.metrics[0].model_copy(
+        update={"name": "stage[DenoisingStage]", "base_ms": 125.0, "candidate_ms": 426.0, "ratio": 3.4}
+    )
+    logs = []
+    for i, side in enumerate(("base", "candidate")):
+        log = tmp_path / f"{side}.log"
+        log.write_text("".join(f"{side} line {n}\n" for n in range(100)))
+        logs.append({"side": side, "process_pair": 0, "pid": 10 + i, "port": 20000 + i, "log": str(log)})
+    ab.ab = ab.ab.model_copy(update={"metrics": [*ab.ab.metrics, stage], "servers": logs})
+    gone = next(r for r in found if r.scenario == "fast")
+    gone.server = {"pid": 1, "port": 2, "log": str(tmp_path / "removed" / "server.log")}
+    header = {"profile": "pr_test", "hardware": "h100", "base": "git=origin/main:python", "candidate": "current",
+              "base_commit": "1a2b3c4d5e6f7a8b", "candidate_commit": "9f8e7d6c5b4a3928"}  # fmt: skip
+    prov = Provenance(timestamp="2026-05-04T12:00:00+00:00", device="NVIDIA H100 80GB HBM3", driver="NVIDIA 570.86",
+                      packages="torch 2.14.1, diffusers 0.37.0", python="3.11.7 (cpython)")  # fmt: skip
+    page = html.render(found, header, prov)
+    links = Links()
+    links.feed(page)
+    assert all(url.startswith(("#", "data:")) for url in links.urls), links.urls
+    assert "<script src" not in page
+    top = page[: page.index("<h2>")]
+    assert (
+        "<p class='sides'><b>A/B: base git=origin/main:python (1a2b3c4d5e6f) vs candidate current (9f8e7d6c5b4a)</b>"
+        in top
+    )
+    assert "<input type='search' id='search'" in page and "<table id='summary'>" in page
+    options = re.findall(r"<option value='(\w*)'>", page)
+    assert options == ["", "error", "fail", "inconclusive", "pass"]  # every outcome of the run, and all
+    assert "th.addEventListener('click'" in page and "i.name.includes(t)" in page  # sort and search, inline
+    part = section(page, "ab")
+    assert "A/B: each stage, base against candidate" in part and "125 -&gt; 426 ms +240.0% regressed" in part
+    assert part.count("<svg") == 2  # the stages in ms, the ratios with their intervals
+    assert "base server 1 log, last 30 lines" in part and "base line 99" in part and "base line 69" not in part
+    assert "candidate line 70" in part
+    assert "removed/server.log</code> (not here)" in section(page, "fast")
+    env = page[page.index("<h2>Environment</h2>") :]
+    for field, value in (("packages", "torch 2.14.1, diffusers 0.37.0"), ("driver", "NVIDIA 570.86"),
+                         ("device", "NVIDIA H100 80GB HBM3"), ("python", "3.11.7 (cpython)")):  # fmt: skip
+        assert f"<td>{field}</td><td>{value}</td>" in env
+    assert "<p class='sides'>" not in html.render(found, {"profile": "pr_test", "hardware": "h100"})  # static
+
+
+def test_the_provenance_names_the_installed_stack():
+    from pytest_diffperf.results.provenance import collect
+
+    prov = collect("reference", "cpu")
+    assert prov.packages is not None and prov.packages.startswith("torch ") and "pytest " in prov.packages
+    assert prov.driver is None or prov.driver.startswith("NVIDIA ")

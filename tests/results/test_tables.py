@@ -70,7 +70,7 @@ def test_an_ab_row_shows_the_verdicts_estimate_and_the_metric_that_decided_it():
     row = summary_table([ScenarioResult(scenario="wan", verdict="fail", ab=record)])[1]
     assert row[1:6] == [
         "fail",
-        "4166.32",
+        "3185.14",  # the base's median x the paired estimate: the row shows one estimate, not the pooled 4166.32
         "3080.41",
         "+3.4%",
         "A/B DenoisingStage +190.2% [+140.0%, +250.0%] regressed",
@@ -79,6 +79,19 @@ def test_an_ab_row_shows_the_verdicts_estimate_and_the_metric_that_decided_it():
         update={"verdict": "unchanged", "ratio": 1.01})]})  # fmt: skip
     row = summary_table([ScenarioResult(scenario="wan", verdict="inconclusive", ab=unsure)])[1]
     assert row[5] == "A/B e2e +3.4% [-13.6%, +23.9%] inconclusive"
+
+
+def test_an_ab_rows_figures_and_change_are_one_estimate():
+    """The trial's A/A flux_tiny_t2i: pooled medians 430.31 (candidate) against 431.52 (base) were shown with the
+    paired estimate's +0.3 %, the sign wrong to the eye; the row's figures now give the change it shows."""
+    e2e = ABMetricRecord(name="e2e", gated=True, tolerance=0.1, ratio=1.003, low=0.9, high=1.1,
+                         verdict="inconclusive", base_ms=431.52, candidate_ms=430.31, process_pairs=10,
+                         request_pairs=40)  # fmt: skip
+    record = ABRecord(verdict="inconclusive", headline="inconclusive: ...", base="current", candidate="current",
+                      process_pairs=10, requests=80, wall_s=60.0, stop="budget", metrics=[e2e])  # fmt: skip
+    row = summary_table([ScenarioResult(scenario="flux", verdict="inconclusive", ab=record)])[1]
+    assert row[2:5] == ["432.81", "431.52", "+0.3%"]
+    assert f"{float(row[2]) / float(row[3]) - 1:+.1%}" == row[4]
 
 
 def noisy_check(name: str, actual: float, low: float, high: float, expected: float, limit: float, verdict: str):

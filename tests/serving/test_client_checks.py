@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import shutil
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from pytest_diffperf._util import tempdirs
 from pytest_diffperf.cases import Case
 from pytest_diffperf.serving import client
 from pytest_diffperf.serving.client import InputError, Output, RequestError
@@ -120,6 +122,7 @@ def served():
 
 def test_a_url_reference_is_downloaded_once_per_process(served, monkeypatch):
     monkeypatch.setattr(client, "_downloads", {})
+    monkeypatch.setattr(client, "_download_dir", None)
     image = png(4, 4, "JPEG")
     server = served(lambda method, path: (200, image))
     first = client.reference_file(f"{server.url}/inputs/cat.jpg")
@@ -128,6 +131,9 @@ def test_a_url_reference_is_downloaded_once_per_process(served, monkeypatch):
     assert first.read_bytes() == image
     assert first.suffix == ".jpg"
     assert server.hits == [("GET", "/inputs/cat.jpg")]
+    folder = first.parent  # the process's download folder: the plugin's own, swept once 3 days old
+    assert folder.name.startswith("diffperf-inputs-") and tempdirs.is_marked(folder)
+    shutil.rmtree(folder)  # the test suite leaves nothing in the temp folder
 
 
 def test_a_failed_download_is_one_clear_error(served, monkeypatch, tmp_path):

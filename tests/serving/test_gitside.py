@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.serving.gitside import BUILT_MARK, GitCheckouts
 from pytest_diffperf.serving.sidespec import parse_side_spec
+from tests.support import inline_backend
 from tests.support.gitrepo import commit, git, init, worktrees
 
 SOURCE = "--diffperf-base"
@@ -121,9 +123,11 @@ def test_outside_a_repository_and_in_a_shallow_clone(repo, tmp_path):
 
 
 def test_install_builds_a_venv_once_per_commit(repo, tmp_path):
+    # its own build backend: no setuptools or wheel needed in a venv the README's commands built
+    shutil.copy(inline_backend.__file__, repo / "python" / "inline_backend.py")
     (repo / "python" / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-        '[project]\nname = "sidemod"\nversion = "1"\n[tool.setuptools]\npy-modules = ["sidemod"]\n'
+        '[build-system]\nrequires = []\nbuild-backend = "inline_backend"\nbackend-path = ["."]\n'
+        '[project]\nname = "sidemod"\nversion = "1"\n'
     )
     head = commit(repo, "a project")
     cache = tmp_path / "cache"
