@@ -57,6 +57,12 @@ class ServerSpec:
         return key
 
 
+def search_path(path: str) -> str:
+    """``path`` (a ``PATH``) with the running Python's scripts folder after its own entries, unless it holds it."""
+    scripts = str(Path(sys.executable).parent)
+    return path if scripts in path.split(os.pathsep) else os.pathsep.join(p for p in (path, scripts) if p)
+
+
 def model_path(model: str, where: str) -> str:
     """A case's model with ``$VAR``, ``${VAR}`` and ``~`` expanded (a folder written on this machine, as the bundled
     real-server cases name ``${DIFFPERF_MODELS}/tiny-FLUX.1-dev``); a variable left unset is an error."""
@@ -96,7 +102,7 @@ class Launcher:
         """What to do when this launcher's program is not installed here (None when it is): its name, and how to
         install it or choose another launcher."""
         first = self.program()[0]
-        if shutil.which(first) is not None:
+        if shutil.which(first, path=search_path(os.environ.get("PATH", ""))) is not None:
             return None
         how = "install SGLang (pip install sglang)" if self.name == "sglang" else f"install {first!r}"
         return (
@@ -161,10 +167,9 @@ class Launcher:
         env = {k: os.path.expandvars(v) for k, v in spec.extra_env}
         env[protocol.STAGE_LOGGING_ENV] = "1"
         env[protocol.PERF_LOG_DIR_ENV] = str(perf_dir)
-        scripts = str(Path(sys.executable).parent)
         path = env.get("PATH", os.environ.get("PATH", ""))
-        if scripts not in path.split(os.pathsep):
-            env["PATH"] = os.pathsep.join(p for p in (path, scripts) if p)
+        if search_path(path) != path:
+            env["PATH"] = search_path(path)
         return env
 
     def request(self, base_url: str, case: Case, timeout: float) -> client.Output:
