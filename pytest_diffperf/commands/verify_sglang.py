@@ -27,8 +27,9 @@ from .._util.text import format_table
 from ..cases import Case, CaseFile
 from ..serving import client
 from ..serving.launchers import Launcher, ServerSpec
-from ..sglang import caselist, harness, release, semantics
+from ..sglang import caselist, harness, release, semantics, standins
 from ..sglang.casefile import convert_lists
+from ..sglang.inference import PROBES
 from ..sglang.source import locate
 
 # The openai release each SGLang release pins (its wheel's Requires-Dist), by first release: 0.5.6-0.5.22 read
@@ -66,8 +67,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     source = locate(args.source)
-    loaded = harness.load(source, args.hardware)
-    lists = caselist.from_modules(source, args.hardware, loaded.modules)
+    first = caselist.load(source, args.hardware)  # the task types of models no table knows, inferred
+    loaded = harness.load(source, args.hardware, table=first.table, assumed=standins.Assumption(PROBES[0]))
+    lists = caselist.from_modules(source, args.hardware, loaded.modules, first)
     data = convert_lists(lists, args.suite, args.sglang_semantics)
     case_file = validate(CaseFile, data, Path(str(args.source)), "")
     which = data["sglang_source"]

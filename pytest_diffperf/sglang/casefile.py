@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import caselist, release, task_types
-from .convert import convert, unreadable
+from .convert import Converted, convert, unreadable
 from .semantics import Semantics
 from .source import locate
 
@@ -42,11 +42,9 @@ def convert_lists(
     """``case_file_data`` of lists already loaded."""
     rules = semantics_for(lists, semantics)
     selected = lists.select(suites)
-    for entry in selected:
-        problem = unreadable(entry.case, f"{rules.release} ({rules.how})", str(lists.source.gpu_cases))
-        if problem is not None:
-            raise problem
-    converted = [convert(entry.case, entry.suites, rules, lists.hardware) for entry in selected]
+    converted = [_convert(lists, entry, rules) for entry in selected]
+    models = {entry.case.server_args.model_path for entry in selected}
+    notes = [*lists.notes, *(note for model, note in lists.inferred.items() if model in models)]
     return {
         "_comment": (
             f"Converted by `diffperf import-cases` from SGLang's case lists ({lists.source.gpu_cases}), "
@@ -55,11 +53,15 @@ def convert_lists(
         "sglang_source": {
             "path": str(lists.source.gpu_cases),
             "hardware": lists.hardware,
-            "suites": list(suites)
-            if suites
-            else [s for s in caselist.DEFAULT_SUITES[lists.hardware] if s in lists.suites],
+            "suites": list(suites) if suites else lists.default_suites,
             "loaded_with": lists.mode,
-            "notes": list(lists.notes),
+            "notes": notes,
+            "warnings": [
+                f"suite {name!r} ({len(lists.suites[name])} case(s)) is not one pytest-diffperf maps to a platform: "
+                f"not run unless named (--diffperf-suites {name})"
+                for name in lists.unmapped
+                if not suites or name not in suites
+            ],
             "release": str(rules.release),
             "release_from": rules.how,
             "semantics": rules.describe(),
@@ -71,3 +73,12 @@ def convert_lists(
             if c.case is None
         ],
     }
+
+
+def _convert(lists: caselist.CaseLists, entry: caselist.SuiteCase, rules: Semantics) -> Converted:
+    """The case converted, or not expressible: its model's task type undecided, or a field or kind unknown."""
+    case = entry.case
+    reason = lists.undecided.get(case.id) or unreadable(case, f"{rules.release} ({rules.how})")
+    if reason is not None:
+        return Converted(case.id, entry.suites, "unknown", reason=reason)
+    return convert(case, entry.suites, rules, lists.hardware)

@@ -136,15 +136,22 @@ def load(
     *,
     table: task_types.TaskTypeTable | None = None,
     extra: Mapping[str, ModuleType] | None = None,
+    assumed: standins.Assumption | None = None,
 ) -> Harness:
-    """SGLang's harness modules and the case files of ``hardware``, loaded fresh from ``source``."""
+    """SGLang's harness modules and the case files of ``hardware``, loaded fresh from ``source`` (``table`` and
+    ``assumed`` answer the model registry, as ``caselist.load_with_standins``)."""
     missing = [name for name in HARNESS_FILES if not (source.server_dir / name).is_file()]
     if missing:
         raise DiffperfError(
             f"this SGLang tree has no {', '.join(missing)}: nothing to verify against", source=str(source.server_dir)
         )
     modules = caselist.load_with_standins(
-        source, hardware, table=table, extra={**harness_standins(source.root), **(extra or {})}, also=HARNESS_FILES
+        source,
+        hardware,
+        table=table,
+        extra={**harness_standins(source.root), **(extra or {})},
+        also=HARNESS_FILES,
+        assumed=assumed,
     )
     return Harness(source, modules)
 

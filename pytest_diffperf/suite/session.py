@@ -216,6 +216,7 @@ class DiffperfSession:
                 f"(loaded with {source['loaded_with']}): {len(self.cases)} case(s), "
                 f"{len(self.not_expressible)} not expressible yet"
             )
+            lines += [f"diffperf: warning: {warning}" for warning in source.get("warnings", [])]
             lines += [f"diffperf: note: {note}" for note in source.get("notes", [])]
         if self.settings.diffperf_dry_run:
             lines.append("diffperf: dry run: nothing is started; each scenario's plan is printed at the end")

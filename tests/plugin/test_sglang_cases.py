@@ -196,3 +196,31 @@ def test_a_bad_semantics_release_is_a_one_line_error(pytester, extra, message):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: diffperf: --diffperf-sglang-semantics: {message}"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_next_release_s_new_model_is_listed_with_its_reason_and_the_shown_fix_runs_it(pytester, monkeypatch):
+    """0.5.23 relabelled 0.5.24 with a case of a model no table knows, whose fields do not decide it."""
+    tree = pytester.path / "src"
+    shutil.copytree(SRC / "sglang", tree / "sglang")
+    (tree / "sglang" / "version.py").write_text('__version__ = "0.5.24"\n')
+    gpu_cases = tree / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py"
+    gpu_cases.write_text(
+        gpu_cases.read_text()
+        + "\nONE_GPU_CASES.append(DiffusionTestCase('newimg', DiffusionServerArgs(model_path='acme/New'), "
+        "T2I_sampling_params))\n"
+    )
+    result = pytester.runpytest(*h100_args(str(tree)), "--co", "-q")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: 8 case(s) of SGLang's the plugin cannot run (skipped):",
+            "diffperf:   newimg: no task type is known for model 'acme/New' and its cases do not decide it *",
+        ]
+    )
+    assert len(collected(result)) == 88  # 0.5.23's 87, and the new case (no baseline scenario: it would fail)
+    table = pytester.path / "types.json"
+    table.write_text('{"models": {"acme/New": "T2V"}}')  # as the reason shows it
+    monkeypatch.setenv("DIFFPERF_SGLANG_TASK_TYPES", str(table))
+    result = pytester.runpytest(*h100_args(str(tree)), "--co", "-q")
+    result.stdout.fnmatch_lines(["diffperf: 7 case(s) of SGLang's the plugin cannot run (skipped):"])
+    result.stdout.fnmatch_lines(["diffperf: 4 case(s) without a baseline scenario *newimg*"])
