@@ -279,6 +279,13 @@ def convert(
         case["judged_without_perf_check"] = "nothing"
     case["run_consistency_check"] = tc.run_consistency_check
     case["perf_repeat_requests"] = tc.perf_repeat_requests
+    if tc.perf_repeat_requests > 1:
+        case["judged_requests"] = "each" if semantics.has("per_request_judging") else "last"
+    required = ["expected_e2e_ms", "expected_load_ms"] if semantics.has("e2e_load_baseline_required") else []
+    if semantics.has("vram_baseline_required") and tc.run_perf_check:
+        required += ["load_peak_vram_mb", "runtime_peak_vram_mb"]  # judged where VRAM is (CUDA)
+    if required:
+        case["required_baselines"] = required
     warmups = 0 if semantics.has("warmup_requests") else sa.warmup_text + sa.warmup_edit + sa.warmup
     case["perf_warmup_requests"] = tc.perf_warmup_requests + warmups
     not_run = [name for name in UNSUPPORTED_CHECKS if getattr(tc, name, False)]

@@ -161,3 +161,18 @@ def test_every_release_in_the_wheel_folder_loads_and_is_identified():
         assert 1 in {c.perf_warmup_requests for c in by_release["0.5.6"].values()}  # server_args.warmup_text
     if "0.5.10" in by_release:
         assert {c.perf_warmup_requests for c in by_release["0.5.10"].values()} == {0}
+
+
+def test_0_5_19_and_0_5_20_are_told_apart_by_what_their_harness_has(tmp_path):
+    """0.5.19 added perf_repeat_requests (judging the last request), 0.5.20 the per-request loop (request_index)."""
+    tree = _copy(tmp_path, "0.5.17")
+    configs = tree / SERVER_DIR / "testcase_configs.py"
+    _edit(
+        configs,
+        "    run_perf_check: bool = True\n",
+        "    run_perf_check: bool = True\n    perf_repeat_requests: int = 1\n",
+    )
+    assert str(release.identify(tree).version) == "0.5.19"
+    common = tree / SERVER_DIR / "test_server_common.py"
+    common.write_text(common.read_text() + "\n# request_index\n")
+    assert str(release.identify(tree).version) == "0.5.20"
