@@ -96,6 +96,8 @@ def _summary(args: argparse.Namespace, data: dict[str, Any]) -> None:
         ours = select_scenarios(baselines, {}, source["hardware"])  # as pytest selects them
         no_case, no_scenario = unmatched(ids, ours)
         for name in no_case:
-            print(f"  scenario without a case: {name} ({baselines.source[name]})", file=err)
+            other = source["other_suites"].get(name)
+            what = f"a case of suite {', '.join(other)}, not run here" if other else "scenario without a case"
+            print(f"  {what}: {name} ({baselines.source[name]})", file=err)
         for name in no_scenario:
             print(f"  case without a scenario: {name}", file=err)

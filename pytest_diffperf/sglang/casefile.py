@@ -44,6 +44,12 @@ def convert_lists(
     selected = lists.select(suites)
     converted = [_convert(lists, entry, rules) for entry in selected]
     models = {entry.case.server_args.model_path for entry in selected}
+    chosen = {entry.case.id for entry in selected}
+    other_suites: dict[str, list[str]] = {}
+    for name, cases in lists.suites.items():
+        for case in cases:
+            if case.id not in chosen:
+                other_suites.setdefault(case.id, []).append(name)
     notes = [*lists.notes, *(note for model, note in lists.inferred.items() if model in models)]
     return {
         "_comment": (
@@ -56,6 +62,7 @@ def convert_lists(
             "suites": list(suites) if suites else lists.default_suites,
             "loaded_with": lists.mode,
             "notes": notes,
+            "other_suites": other_suites,  # the release's cases not in these suites (a shared baseline file's)
             "warnings": [
                 f"suite {name!r} ({len(lists.suites[name])} case(s)) is not one pytest-diffperf maps to a platform: "
                 f"not run unless named (--diffperf-suites {name})"

@@ -159,7 +159,9 @@ class DiffperfSession:
         return Unmatched(
             no_case=[s for s in scenario_ids if s not in self.cases and s not in self.not_expressible],
             no_scenario=[s for s in scenario_ids if s in self.cases and s not in self.baselines.scenarios],
+            unjudged=[s for s in scenario_ids if s in self.cases and not fails_without_scenario(self.cases[s])],
             not_expressible={s: self.not_expressible[s] for s in scenario_ids if s in self.not_expressible},
+            other_suites=self.scenarios.other_suites,
         )
 
     def start_share(self, scenario_id: str, ready_s: float | None) -> float:
@@ -245,6 +247,9 @@ class DiffperfSession:
             self.ab.close()
 
 
+OTHER_SUITES_SHOWN = 5  # ids of other suites' scenarios named in the line (a narrowed --diffperf-suites has many)
+
+
 @dataclass(frozen=True)
 class Unmatched:
     """Scenarios and cases that do not meet: each kind in run order."""
@@ -252,23 +257,46 @@ class Unmatched:
     no_case: list[str]  # a baseline scenario without a case: fails, naming the case to add
     no_scenario: list[str]  # a case without a baseline scenario: fails, printing the baseline to add
     not_expressible: dict[str, str]  # an SGLang case the plugin cannot express yet: skipped, with the reason
+    other_suites: dict[str, list[str]] = field(default_factory=dict)  # a scenario of an unread suite's case: not run
+    unjudged: list[str] = field(default_factory=list)  # cases judged on nothing (SGLang <0.5.21, no perf check)
 
     def lines(self) -> list[str]:
         """The report's lines ('diffperf: ...'); none when everything meets."""
         lines = []
+        if self.other_suites:
+            suites = sorted({s for names in self.other_suites.values() for s in names})
+            ids = list(self.other_suites)
+            shown = ", ".join(ids[:OTHER_SUITES_SHOWN]) + (", ..." if len(ids) > OTHER_SUITES_SHOWN else "")
+            lines.append(
+                f"diffperf: {len(ids)} scenario(s) of the baseline file are SGLang's cases of other suites "
+                f"({', '.join(suites)}), not run here: {shown}"
+            )
         if self.no_case:
             lines.append(
                 f"diffperf: {len(self.no_case)} scenario(s) without a case (they fail): {', '.join(self.no_case)}"
             )
-        if self.no_scenario:
+        failing = [s for s in self.no_scenario if s not in self.unjudged]
+        if failing:
             lines.append(
-                f"diffperf: {len(self.no_scenario)} case(s) without a baseline scenario (they fail, printing the "
-                f"baseline to add; pytest --regen-baselines -k ID writes it): {', '.join(self.no_scenario)}"
+                f"diffperf: {len(failing)} case(s) without a baseline scenario (they fail, printing the "
+                f"baseline to add; pytest --regen-baselines -k ID writes it): {', '.join(failing)}"
+            )
+        unjudged = [s for s in self.no_scenario if s in self.unjudged]
+        if unjudged:
+            lines.append(
+                f"diffperf: {len(unjudged)} case(s) without a baseline scenario, not judged (run_perf_check false, "
+                f"as their SGLang release leaves them): {', '.join(unjudged)}"
             )
         if self.not_expressible:
             lines.append(f"diffperf: {len(self.not_expressible)} case(s) of SGLang's the plugin cannot run (skipped):")
             lines += [f"diffperf:   {sid}: {reason}" for sid, reason in self.not_expressible.items()]
         return lines
+
+
+def fails_without_scenario(case: Case) -> bool:
+    """Whether a case without a baseline scenario fails: not one whose SGLang release judges nothing with
+    run_perf_check false (before 0.5.21)."""
+    return case.run_perf_check or case.judged_without_perf_check != "nothing"
 
 
 def judge_rules(baselines: BaselineSet, settings: Settings) -> JudgeRules | None:
