@@ -75,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
     which = data["sglang_source"]
     rules = semantics.Semantics(release.parse(which["release"], "release"), which["release_from"])
     print(f"diffperf verify-sglang: SGLang {which['release']} ({which['release_from']}), {source.gpu_cases}")
+    newer = semantics.newer_than_known(rules.release)
+    if newer:
+        print(f"diffperf verify-sglang: warning: SGLang {rules.release} is {newer}")
     pin_warning = _openai_pin(source, rules)
     if pin_warning:
         print(f"diffperf verify-sglang: warning: {pin_warning}")

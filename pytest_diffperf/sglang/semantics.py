@@ -201,4 +201,11 @@ class Semantics:
         return {row.name: row.new if row.applies(self.release) else row.old for row in TABLE}
 
 
-LATEST = Semantics(Version("0.5.23"), "default")
+LATEST = Semantics(Version("0.5.23"), "default")  # the newest release the table was read from
+
+
+def newer_than_known(release: Version) -> str:
+    """What to say of a release newer than the newest whose rules the table holds ('' for a known one)."""
+    if Version(release.base_version) <= LATEST.release:
+        return ""
+    return f"newer than {LATEST.release}, the newest release pytest-diffperf's rules were read from: its rules applied"

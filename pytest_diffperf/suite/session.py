@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from .._util.tempdirs import sweep
 from ..cases import Case
@@ -28,6 +29,7 @@ from ..serving.deviceusage import probe_for
 from ..serving.interference import BusyPolicy, Watch, run_root
 from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
 from ..serving.pool import ServerPool
+from ..sglang.semantics import newer_than_known
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, plan_shards, which_shard
 from ..verdicts.static import StaticPolicy
@@ -190,11 +192,7 @@ class DiffperfSession:
             "baselines": [str(p) for p in self.baselines.files],
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
             "suites": ",".join(self.case_source["suites"]) if self.case_source else None,
-            "sglang_release": (
-                f"{self.case_source['release']} ({self.case_source['release_from']})"
-                if self.case_source and "release" in self.case_source
-                else None
-            ),
+            "sglang_release": sglang_release(self.case_source),
             "launcher": self.launcher.name,
             "inconclusive": self.inconclusive,
             "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,
@@ -291,6 +289,14 @@ class Unmatched:
             lines.append(f"diffperf: {len(self.not_expressible)} case(s) of SGLang's the plugin cannot run (skipped):")
             lines += [f"diffperf:   {sid}: {reason}" for sid, reason in self.not_expressible.items()]
         return lines
+
+
+def sglang_release(source: dict[str, Any] | None) -> str | None:
+    """The header's SGLang release: the number, where it was read, and whether the plugin's rules know it."""
+    if not source or "release" not in source:
+        return None
+    newer = newer_than_known(Version(source["release"]))
+    return f"{source['release']} ({source['release_from']})" + (f"; {newer}" if newer else "")
 
 
 def fails_without_scenario(case: Case) -> bool:

@@ -11,11 +11,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from pytest_diffperf import cli
 from pytest_diffperf.cases import load_case_file
 from pytest_diffperf.sglang import caselist, task_types
+from pytest_diffperf.sglang.semantics import newer_than_known
 from pytest_diffperf.sglang.source import SERVER_DIR, locate
+from pytest_diffperf.suite.session import sglang_release
 from tests.support.sglang import SRC
 
 pytestmark = pytest.mark.usefixtures("vendored")
@@ -198,3 +201,19 @@ def test_a_platform_the_release_has_no_lists_for_is_an_error_naming_the_release(
     assert "suite: SGLang 0.5.17 (its harness has FOUR_GPU_H100_CASES: 0.5.17 or later) has no case lists for " in err
     assert "xpu_b60 (its suites: 1-gpu, 1-gpu-5090, 2-gpu, 1-gpu-b200, 4-gpu-h100)" in err
     assert "Traceback" not in err and "/tmp" not in err
+
+
+def test_a_release_newer_than_the_rules_known_is_said_in_the_header_and_by_verify(tmp_path, capsys):
+    tree = next_release(tmp_path)
+    source = (load_case_file(tree).model_extra or {})["sglang_source"]
+    assert sglang_release(source) == (
+        "0.5.24 (sglang/version.py); newer than 0.5.23, the newest release pytest-diffperf's rules were read from: "
+        "its rules applied"
+    )
+    assert newer_than_known(Version("0.5.23")) == "" and newer_than_known(Version("0.5.23.post1")) == ""
+    cli.main(["verify-sglang", str(tree), "--suite", "4-gpu-h100"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == (
+        "diffperf verify-sglang: warning: SGLang 0.5.24 is newer than 0.5.23, the newest release pytest-diffperf's "
+        "rules were read from: its rules applied"
+    )
