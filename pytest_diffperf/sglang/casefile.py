@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import DiffperfError
 from . import caselist, release, task_types
 from .convert import Converted, convert, unreadable
 from .semantics import Semantics
@@ -88,4 +89,11 @@ def _convert(lists: caselist.CaseLists, entry: caselist.SuiteCase, rules: Semant
     reason = lists.undecided.get(case.id) or unreadable(case, f"{rules.release} ({rules.how})")
     if reason is not None:
         return Converted(case.id, entry.suites, "unknown", reason=reason)
-    return convert(case, entry.suites, rules, lists.hardware)
+    try:
+        return convert(case, entry.suites, rules, lists.hardware)
+    except (TypeError, ValueError, AttributeError) as exc:  # a field of a type SGLang's own harness would not send
+        raise DiffperfError(
+            f"a field of case {case.id!r} has an unexpected type ({type(exc).__name__}: {exc})",
+            source=str(lists.source.gpu_cases),
+            key=case.id,
+        ) from None

@@ -8,6 +8,7 @@ parameters, modality) and every platform branch of ``gpu_cases.py`` is as SGLang
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import io
 import json
@@ -375,7 +376,7 @@ def _suites(source: Source, modules: Mapping[str, ModuleType]) -> dict[str, list
         if kind == "musa":
             groups = {s: [("", getattr(module, n))] for s, n in MUSA_SUITE_LISTS.items() if hasattr(module, n)}
         elif hasattr(module, "PARAMETRIZED_CASE_GROUPS"):
-            groups = dict(module.PARAMETRIZED_CASE_GROUPS)
+            groups = _checked_groups(module.PARAMETRIZED_CASE_GROUPS, str(module.__file__))
         else:
             by_suite = suites.list_names_by_suite(source.server_dir.parent)
             if kind != "gpu" and not any(hasattr(module, n) for names in by_suite.values() for n in names):
@@ -388,4 +389,48 @@ def _suites(source: Source, modules: Mapping[str, ModuleType]) -> dict[str, list
         groups.update({s: [("", getattr(module, n))] for s, n in FILE_SUITE_LISTS.items() if hasattr(module, n)})
         for suite, files in groups.items():
             found[suite] = [case for _file, cases in files for case in cases]
+            for index, case in enumerate(found[suite]):
+                _check_case(case, str(module.__file__), f"{suite}[{index}]")
     return found
+
+
+def _checked_groups(groups: object, file: str) -> dict[str, list[tuple[str, list[Any]]]]:
+    """``PARAMETRIZED_CASE_GROUPS`` as SGLang's runner reads it (suite -> [(test file, cases)]), or one error
+    naming the file and the key."""
+    where = "PARAMETRIZED_CASE_GROUPS"
+    if not isinstance(groups, Mapping):
+        raise DiffperfError(
+            f"expected a dict of suite -> [(test file, cases)], got {type(groups).__name__}", source=file, key=where
+        )
+    for suite, files in groups.items():
+        if not isinstance(suite, str) or not isinstance(files, list | tuple):
+            raise DiffperfError(
+                f"expected a suite name and a list of (test file, cases) pairs, got {suite!r}: {type(files).__name__}",
+                source=file,
+                key=f"{where}[{suite!r}]",
+            )
+        for index, pair in enumerate(files):
+            if not (isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[1], list | tuple)):
+                raise DiffperfError(
+                    f"expected a (test file, list of DiffusionTestCase) pair, got {pair!r:.80}",
+                    source=file,
+                    key=f"{where}[{suite!r}][{index}]",
+                )
+    return {suite: [(str(f), list(cases)) for f, cases in files] for suite, files in groups.items()}
+
+
+def _check_case(case: object, file: str, where: str) -> None:
+    """One error naming the file and the case's place for a case that is not one of SGLang's DiffusionTestCase
+    shape (an id, server_args with a model_path, sampling_params)."""
+    case_id = getattr(case, "id", None)
+    server_args = getattr(case, "server_args", None)
+    sampling_params = getattr(case, "sampling_params", None)
+    problem = ""
+    if not dataclasses.is_dataclass(case) or not isinstance(case_id, str):
+        problem = f"expected a DiffusionTestCase (with a string id), got {case!r:.80}"
+    elif not isinstance(getattr(server_args, "model_path", None), str):
+        problem = f"case {case_id!r}: expected server_args with a string model_path, got {server_args!r:.80}"
+    elif not dataclasses.is_dataclass(sampling_params):
+        problem = f"case {case_id!r}: expected sampling_params, got {sampling_params!r:.80}"
+    if problem:
+        raise DiffperfError(problem, source=file, key=where)

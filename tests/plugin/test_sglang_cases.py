@@ -266,3 +266,17 @@ def test_before_0_5_21_a_case_off_perf_check_without_a_scenario_is_said_not_judg
         ]
     )
     assert "without a baseline scenario (they fail" not in result.stdout.str()  # every one of them is off perf check
+
+
+def test_a_case_group_of_the_wrong_type_is_one_usage_error_naming_file_and_key(pytester):
+    tree = pytester.path / "src"
+    shutil.copytree(SRC / "sglang", tree / "sglang")
+    gpu_cases = tree / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py"
+    gpu_cases.write_text(gpu_cases.read_text() + "\nPARAMETRIZED_CASE_GROUPS['2-gpu'] = [('f.py', 'TWO_GPU_CASES')]\n")
+    result = pytester.runpytest(*h100_args(str(tree)), "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    key = "PARAMETRIZED_CASE_GROUPS['2-gpu'][0]"
+    assert f"ERROR: diffperf: {gpu_cases}: {key}: expected a (test file, list of DiffusionTestCase) pair" in (
+        result.stderr.str()
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()

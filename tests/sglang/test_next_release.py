@@ -217,3 +217,24 @@ def test_a_release_newer_than_the_rules_known_is_said_in_the_header_and_by_verif
         "diffperf verify-sglang: warning: SGLang 0.5.24 is newer than 0.5.23, the newest release pytest-diffperf's "
         "rules were read from: its rules applied"
     )
+
+
+@pytest.mark.parametrize(
+    ("tail", "key", "message"),
+    [
+        ("PARAMETRIZED_CASE_GROUPS['1-gpu'] = 'test_server_1_gpu.py'\n", "PARAMETRIZED_CASE_GROUPS['1-gpu']",
+         "expected a suite name and a list of (test file, cases) pairs, got '1-gpu': str"),
+        ("PARAMETRIZED_CASE_GROUPS['1-gpu'] = [('test_server_1_gpu.py', 'ONE_GPU_CASES')]\n",
+         "PARAMETRIZED_CASE_GROUPS['1-gpu'][0]", "expected a (test file, list of DiffusionTestCase) pair"),
+        ("ONE_GPU_CASES.append('qwen_image_t2i')\n", "1-gpu[52]",
+         "expected a DiffusionTestCase (with a string id), got 'qwen_image_t2i'"),
+        ("ONE_GPU_CASES[0].server_args.extras = 5\n", "qwen_image_t2i",
+         "a field of case 'qwen_image_t2i' has an unexpected type (TypeError: 'int' object is not iterable)"),
+    ],
+)  # fmt: skip
+def test_groups_and_cases_of_the_wrong_type_are_one_error_naming_file_and_key(tmp_path, capsys, tail, key, message):
+    tree = next_release(tmp_path, cases=tail)
+    assert cli.main(["import-cases", str(tree)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"diffperf import-cases: error: {tree / SERVER_DIR / 'gpu_cases.py'}: {key}: {message}")
+    assert "Traceback" not in err
