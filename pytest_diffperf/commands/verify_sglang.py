@@ -42,7 +42,7 @@ OPENAI_REQUIREMENT = re.compile(r"^Requires-Dist:\s*openai\s*==\s*([\w.]+)", re.
 class Verdict:
     case_id: str
     kind: str
-    status: str  # equal | different | not expressible | skipped by SGLang
+    status: str  # equal | different | not expressible | skipped by SGLang | SGLang error
     detail: str = ""
 
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     counts = {s: sum(v.status == s for v in verdicts) for s in dict.fromkeys(v.status for v in verdicts)}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     print(f"diffperf verify-sglang: {len(verdicts)} case(s): {summary} ({time.monotonic() - started:.1f} s)")
-    return 1 if counts.get("different") else 0
+    return 1 if counts.get("different") or counts.get("SGLang error") else 0
 
 
 def _verify(
@@ -109,6 +109,16 @@ def _verify(
     if case is None:  # SGLang's harness is not run for it: it may need a server (websockets, plain HTTP)
         reason, kind = reasons.get(tc.id, ("not converted", ""))
         return Verdict(tc.id, kind, "not expressible", reason)
+    try:
+        return _compare(loaded, tc, case, image, tmp, rules)
+    except harness.HarnessFailed as exc:  # SGLang's own code failed for this case: nothing to compare
+        return Verdict(tc.id, "", "SGLang error", str(exc))
+
+
+def _compare(
+    loaded: harness.Harness, tc: Any, case: Case, image: Path, tmp: Path, rules: semantics.Semantics
+) -> Verdict:
+    """The case's request, then its command and environment, SGLang's against the plugin's."""
     theirs = harness.request_of(loaded, tc, image)
     if theirs.body is None:
         return Verdict(tc.id, theirs.function, "skipped by SGLang", theirs.skipped)

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import DiffperfError
 from ..platforms import DEFAULT_GPU, canonical_platform, device_kind
-from . import inference, release, standins, suites, task_types
+from . import guard, inference, release, standins, suites, task_types
 from .source import Source
 
 MG = standins.MG
@@ -144,6 +144,7 @@ def load(source: Source, hardware: str | None = None, *, table: task_types.TaskT
     """
     hardware = canonical_platform(hardware) if hardware else DEFAULT_GPU
     table = table or task_types.load_table()
+    guard.timeout_s()  # a bad $DIFFPERF_SGLANG_LOAD_TIMEOUT is an error even when the lists come from the cache
     notes: list[str] = []
     if source.installed:
         modules = _real_import(source, hardware, notes)
@@ -192,7 +193,10 @@ def _real_import(source: Source, hardware: str, notes: list[str]) -> dict[str, M
     """The installed sglang's case modules, imported for real; None (and a note) when sglang cannot import them."""
     before = {n for n in sys.modules if n == "sglang" or n.startswith("sglang.")}
     try:
-        return {kind: importlib.import_module(_case_module(source, kind)[0]) for kind in _kinds(hardware)}
+        with guard.foreign_code("case lists", str(source.gpu_cases)):
+            return {kind: importlib.import_module(_case_module(source, kind)[0]) for kind in _kinds(hardware)}
+    except DiffperfError:
+        raise
     except ImportError as exc:
         for name in [n for n in sys.modules if (n == "sglang" or n.startswith("sglang.")) and n not in before]:
             del sys.modules[name]
@@ -299,7 +303,8 @@ def _run(name: str, path: Path, shown: Path, source: Source) -> ModuleType:
             source=str(shown),
         )
     try:
-        return standins.load_source_module(name, path)
+        with guard.foreign_code(f"file {shown.name}", str(shown)):
+            return standins.load_source_module(name, path)
     except DiffperfError:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 (SGLang's code failed under the stand-ins: say where)
