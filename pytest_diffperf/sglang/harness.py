@@ -141,11 +141,7 @@ def load(
 ) -> Harness:
     """SGLang's harness modules and the case files of ``hardware``, loaded fresh from ``source`` (``table`` and
     ``assumed`` answer the model registry, as ``caselist.load_with_standins``)."""
-    missing = [name for name in HARNESS_FILES if not (source.server_dir / name).is_file()]
-    if missing:
-        raise DiffperfError(
-            f"this SGLang tree has no {', '.join(missing)}: nothing to verify against", source=str(source.server_dir)
-        )
+    require_files(source)
     modules = caselist.load_with_standins(
         source,
         hardware,
@@ -155,6 +151,15 @@ def load(
         assumed=assumed,
     )
     return Harness(source, modules)
+
+
+def require_files(source: Source) -> None:
+    """DiffperfError naming the harness files ``source`` lacks."""
+    missing = [name for name in HARNESS_FILES if not (source.server_dir / name).is_file()]
+    if missing:
+        raise DiffperfError(
+            f"this SGLang tree has no {', '.join(missing)}: nothing to verify against", source=str(source.server_dir)
+        )
 
 
 @dataclass(frozen=True)

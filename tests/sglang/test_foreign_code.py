@@ -15,6 +15,7 @@ from pytest_diffperf.sglang.source import SERVER_DIR
 from tests.support.sglang import SRC
 
 pytestmark = pytest.mark.usefixtures("vendored")
+AS_INSTALLED = {"import-cases": [], "verify-sglang": ["--openai-as-installed"]}  # the pin: test_verify_sglang.py
 SLEEP_S = 30  # far over the limit the tests set: without one, the command would wait this long
 
 
@@ -36,7 +37,7 @@ def our_children() -> set[int]:
 def test_sglang_code_that_sleeps_at_import_is_stopped_at_the_limit(tmp_path, monkeypatch, capsys, file, command):
     tree = tree_with(tmp_path, file, f"import time\ntime.sleep({SLEEP_S})\n")
     monkeypatch.setenv(guard.TIMEOUT_ENV, "1")
-    assert cli.main([command, str(tree)]) == 2
+    assert cli.main([command, str(tree), *AS_INSTALLED[command]]) == 2
     err = capsys.readouterr().err
     assert f"{tree / SERVER_DIR / file}: SGLang's file {file} did not finish in 1 s" in err
     assert guard.TIMEOUT_ENV in err and "Traceback" not in err
@@ -48,7 +49,7 @@ def test_sglang_code_that_sleeps_at_import_is_stopped_at_the_limit(tmp_path, mon
 def test_a_process_sglang_code_starts_is_not_left_running(tmp_path, capsys, file, command):
     before = our_children()
     tree = tree_with(tmp_path, file, f"import os\nos.spawnlp(os.P_NOWAIT, 'sleep', 'sleep', '{SLEEP_S}')\n")
-    cli.main([command, str(tree), "--suite", "4-gpu-h100"])
+    cli.main([command, str(tree), "--suite", "4-gpu-h100", *AS_INSTALLED[command]])
     capsys.readouterr()
     assert our_children() - before == set()
 
@@ -67,7 +68,7 @@ def test_a_raising_diffusion_server_fixture_is_one_row_naming_what_raised(tmp_pa
     text = common.read_text()
     assert text.count(marker) == 1
     common.write_text(text.replace(marker, marker + "    raise ValueError('no GPU here')\n"))
-    assert cli.main(["verify-sglang", str(tree), "--suite", "1-gpu"]) == 1
+    assert cli.main(["verify-sglang", str(tree), "--suite", "1-gpu", "--openai-as-installed"]) == 1
     out, err = capsys.readouterr()
     rows = [line for line in out.splitlines() if line.startswith("qwen_image_t2i ")]  # its request is equal
     assert len(rows) == 1

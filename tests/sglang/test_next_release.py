@@ -164,7 +164,7 @@ def test_a_new_fixture_flag_and_a_new_request_field_are_named_and_verify_sglang_
         in reasons["qwen_image_t2i"]
     )
     assert "sets DiffusionSamplingParams.motion_score = 3" in reasons["zimage_image_t2i"]
-    cli.main(["verify-sglang", str(tree), "--suite", "1-gpu"])
+    cli.main(["verify-sglang", str(tree), "--suite", "1-gpu", "--openai-as-installed"])
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
     for case_id in ("qwen_image_t2i", "zimage_image_t2i"):
         assert " not expressible " in rows[case_id] and "a field pytest-diffperf does not know" in rows[case_id]
@@ -211,7 +211,7 @@ def test_a_release_newer_than_the_rules_known_is_said_in_the_header_and_by_verif
         "its rules applied"
     )
     assert newer_than_known(Version("0.5.23")) == "" and newer_than_known(Version("0.5.23.post1")) == ""
-    cli.main(["verify-sglang", str(tree), "--suite", "4-gpu-h100"])
+    cli.main(["verify-sglang", str(tree), "--suite", "4-gpu-h100", "--openai-as-installed"])
     out = capsys.readouterr().out.splitlines()
     assert out[1] == (
         "diffperf verify-sglang: warning: SGLang 0.5.24 is newer than 0.5.23, the newest release pytest-diffperf's "
