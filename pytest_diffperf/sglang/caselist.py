@@ -144,7 +144,7 @@ def load(source: Source, hardware: str | None = None, *, table: task_types.TaskT
     """
     hardware = canonical_platform(hardware) if hardware else DEFAULT_GPU
     table = table or task_types.load_table()
-    guard.timeout_s()  # a bad $DIFFPERF_SGLANG_LOAD_TIMEOUT is an error even when the lists come from the cache
+    limit_s = guard.timeout_s()  # a bad $DIFFPERF_SGLANG_LOAD_TIMEOUT is an error even when the lists are cached
     notes: list[str] = []
     if source.installed:
         modules = _real_import(source, hardware, notes)
@@ -154,14 +154,26 @@ def load(source: Source, hardware: str | None = None, *, table: task_types.TaskT
     modules = _with_standins(source, hardware, table, notes, first)
     if not first.models:
         return CaseLists(source, hardware, _suites(source, modules), "stand-ins", tuple(notes), table=table)
+    registry = inference.from_registry(first.models, limit_s)
+    asked = {
+        m: f"model {m!r} is in no task-type table: {t}, from the installed sglang's registry"
+        for m, t in registry.items()
+    }
+    if registry:
+        table = table.with_models(registry)
+        first = standins.Assumption(inference.PROBES[0])
+        modules = _with_standins(source, hardware, table, [], first)
+        if not first.models:
+            return CaseLists(source, hardware, _suites(source, modules), "stand-ins", tuple(notes), asked, table=table)
     second = standins.Assumption(inference.PROBES[1])
     other = _with_standins(source, hardware, table, [], second)
     found = inference.resolve(first.models, _by_id(_suites(source, modules)), _by_id(_suites(source, other)))
     table = table.with_models(found.task_types)
     if found.task_types:
         modules = _with_standins(source, hardware, table, [], standins.Assumption(inference.PROBES[0]))
+    inferred = {**asked, **found.notes}
     return CaseLists(
-        source, hardware, _suites(source, modules), "stand-ins", tuple(notes), found.notes, found.undecided, table
+        source, hardware, _suites(source, modules), "stand-ins", tuple(notes), inferred, found.undecided, table
     )
 
 

@@ -1,7 +1,8 @@
 """Task types of models the table does not know, inferred from the cases' own fields (SGLang's registry reads
 them from the model hub, which the plugin does not use).
 
-The case lists are loaded twice with two different answers for every unknown model (``PROBES``): what
+Where an sglang with its registry is installed, that registry is asked first (``from_registry``, in a
+separate process: it reads the model hub). Else the case lists are loaded twice with two different answers for every unknown model (``PROBES``): what
 a case sets itself is the same in both loads, what SGLang derived from the task type is not. A model's
 modality (image, video, 3d, action: what decides its cases' requests) is read from its cases' own fields:
 an explicit modality, frames or fps, an image output format. A case whose sampling parameters SGLang
@@ -12,16 +13,33 @@ the reason and the table entry that settles it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import importlib.util
+import json
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .task_types import TaskType, how_to_add
+from .task_types import TASK_TYPES, TaskType, how_to_add
 
 PROBES: tuple[TaskType, TaskType] = ("T2V", "T2I")  # the two answers the unknown models get in the two loads
 # A task type of each modality: what the case lists are loaded with once a model's modality is known.
 REPRESENTATIVE: dict[str, TaskType] = {"image": "T2I", "video": "T2V", "3d": "I2M", "action": "VLA_ACTION"}
 IMAGE_FORMATS = frozenset({"png", "jpeg", "jpg", "webp"})
+# Run in a separate process: SGLang's registry, as its case lists ask it (a model -> its task type's name).
+REGISTRY_QUERY = """
+import json, sys
+from sglang.multimodal_gen.registry import get_model_info
+out = {}
+for model in sys.argv[1:]:
+    try:
+        out[model] = get_model_info(model).pipeline_config_cls.task_type.name
+    except Exception:
+        out[model] = None
+print(json.dumps(out))
+"""
 
 
 @dataclass(frozen=True)
@@ -40,6 +58,39 @@ class Resolution:
     task_types: dict[str, TaskType]
     notes: dict[str, str]
     undecided: dict[str, str]
+
+
+def from_registry(models: Sequence[str], limit_s: float) -> dict[str, TaskType]:
+    """The task types the installed sglang's own registry gives ``models`` (it reads the model hub), asked in a
+    separate process under ``limit_s``; {} where no sglang with a registry is installed or it cannot answer."""
+    if not models or not _has_registry():
+        return {}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", REGISTRY_QUERY, *models],
+            capture_output=True,
+            text=True,
+            timeout=limit_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {}
+    lines = done.stdout.strip().splitlines()
+    try:
+        answers = json.loads(lines[-1]) if done.returncode == 0 and lines else {}
+    except json.JSONDecodeError:
+        return {}
+    return {m: t for m, t in answers.items() if m in models and t in TASK_TYPES} if isinstance(answers, dict) else {}
+
+
+def _has_registry() -> bool:
+    """Whether an sglang package with ``multimodal_gen/registry.py`` is on the path (nothing imported)."""
+    try:
+        spec = importlib.util.find_spec("sglang")
+    except (ImportError, ValueError):
+        return False
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return any((Path(folder) / "multimodal_gen" / "registry.py").is_file() for folder in locations)
 
 
 def guess(first: Any, second: Any) -> Guess:

@@ -238,3 +238,29 @@ def test_groups_and_cases_of_the_wrong_type_are_one_error_naming_file_and_key(tm
     err = capsys.readouterr().err
     assert err.startswith(f"diffperf import-cases: error: {tree / SERVER_DIR / 'gpu_cases.py'}: {key}: {message}")
     assert "Traceback" not in err
+
+
+def test_a_new_model_is_asked_of_the_installed_sglang_s_registry_first(tmp_path, monkeypatch):
+    """With an sglang installed, its registry answers (it reads the model hub: a stand-in registry answers here)."""
+    installed = tmp_path / "site"
+    registry = installed / "sglang" / "multimodal_gen" / "registry.py"
+    registry.parent.mkdir(parents=True)
+    (installed / "sglang" / "__init__.py").write_text("")
+    (registry.parent / "__init__.py").write_text("")
+    registry.write_text(
+        "import enum, types\n"
+        "TaskType = enum.Enum('ModelTaskType', 'T2V T2I')\n"
+        "def get_model_info(model):\n"
+        "    if model != 'acme/NewModel-2B':\n"
+        "        raise ValueError(model)\n"
+        "    return types.SimpleNamespace(pipeline_config_cls=types.SimpleNamespace(task_type=TaskType.T2I))\n"
+    )
+    monkeypatch.syspath_prepend(str(installed))
+    monkeypatch.setenv("PYTHONPATH", str(installed))
+    cases = new_case("newimg", "acme/NewModel-2B", "T2I_sampling_params")
+    cases += new_case("other", "acme/Unknown", "T2I_sampling_params")
+    data = load_case_file(next_release(tmp_path, cases=cases))
+    assert next(c for c in data.cases if c.id == "newimg").task == "text-to-image"
+    notes = (data.model_extra or {})["sglang_source"]["notes"]
+    assert "model 'acme/NewModel-2B' is in no task-type table: T2I, from the installed sglang's registry" in notes
+    assert "no task type is known for model 'acme/Unknown'" in not_expressible(data)["other"]  # it cannot answer
