@@ -88,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     newer = semantics.newer_than_known(rules.release)
     if newer:
         print(f"diffperf verify-sglang: warning: SGLang {rules.release} is {newer}")
+    for warning in which["warnings"]:
+        print(f"diffperf verify-sglang: warning: {warning}")
+    for note in which["notes"]:
+        print(f"diffperf verify-sglang: note: {note}")
     if openaipin.installed() != pin:
         print(
             f"diffperf verify-sglang: warning: SGLang {found.version} pins openai=={pin}, the harness runs with openai "

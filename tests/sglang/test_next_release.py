@@ -186,6 +186,8 @@ def test_suites_are_read_from_the_release_and_an_unmapped_one_is_one_warning(tmp
         "named (--diffperf-suites 1-gpu-h300)\n" in err
     )
     assert "(1-gpu, 2-gpu, 8-gpu-h100, 4-gpu-h100; h100;" in err
+    cli.main(["verify-sglang", str(tree), "--suite", "4-gpu-h100", "--openai-as-installed"])
+    assert "diffperf verify-sglang: warning: suite '1-gpu-h300' (3 case(s)) is not one" in capsys.readouterr().out
     assert cli.main(["import-cases", str(tree), "--suite", "1-gpu-h300"]) == 0  # the warning's advice, as shown
     out, err = capsys.readouterr()
     assert len(json.loads(out)["cases"]) == 3
