@@ -139,8 +139,9 @@ class CaseLists:
 def load(source: Source, hardware: str | None = None, *, table: task_types.TaskTypeTable | None = None) -> CaseLists:
     """Run SGLang's case files from ``source`` as on ``hardware`` (default h100, as SGLang's CI); every suite.
 
-    A model the task-type table lacks gets the type its cases' own fields say (``inference``); the cases
-    of a model nothing decides are ``undecided``, while every other case loads.
+    A model the task-type table lacks gets the type the installed sglang's registry gives, else the one its
+    cases' own fields say (``inference``); the cases of a model nothing decides are ``undecided``, while every
+    other case loads.
     """
     hardware = canonical_platform(hardware) if hardware else DEFAULT_GPU
     table = table or task_types.load_table()
