@@ -23,6 +23,7 @@ from ..errors import DiffperfError
 TIMEOUT_ENV = "DIFFPERF_SGLANG_LOAD_TIMEOUT"
 DEFAULT_TIMEOUT_S = 60.0  # loading a release's case files takes about a second
 KILL_WAIT_S = 3.0
+REPEAT_S = 0.5  # the alarm again after this, until the block has ended
 
 
 class _TimedOut(BaseException):
@@ -60,7 +61,8 @@ def foreign_code(what: str, where: str) -> Iterator[None]:
             raise _TimedOut
 
         previous_handler = signal.signal(signal.SIGALRM, on_alarm)
-        previous_timer = signal.setitimer(signal.ITIMER_REAL, limit)
+        # repeating: an alarm that lands in a callback whose exceptions Python ignores (a weakref's) comes again
+        previous_timer = signal.setitimer(signal.ITIMER_REAL, limit, REPEAT_S)
     try:
         yield
     except _TimedOut:
