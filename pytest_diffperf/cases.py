@@ -99,6 +99,10 @@ class Case(BaseModel):
     # what run_perf_check false still judges: e2e and load (SGLang 0.5.21 on), or nothing (before; a missing
     # baseline scenario then does not fail either)
     judged_without_perf_check: Literal["e2e_and_load", "nothing"] = "e2e_and_load"
+    # How 2+ measured requests are judged: the preset's statistic over all, each on its own (any one over a limit
+    # fails), or the last alone (SGLang 0.5.20+ and 0.5.19)
+    judged_requests: Literal["all", "each", "last"] = "all"
+    required_baselines: list[str] = Field(default_factory=list)  # baseline keys whose absence fails the scenario
     run_consistency_check: bool = True
     perf_repeat_requests: PositiveInt = 1
     perf_warmup_requests: NonNegativeInt = 0

@@ -12,7 +12,6 @@ from .._util.jsonfile import validate
 from .._util.outputs import check_writable
 from ..cases import CaseFile, unmatched
 from ..perf.baselines import load_baselines, select_scenarios
-from ..sglang import caselist
 from ..sglang.casefile import case_file_data
 from ..sglang.source import locate, names_installed
 from ..sglang.task_types import TABLE_ENV, load_table
@@ -41,8 +40,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--suite",
         action="append",
         metavar="NAME",
-        help="an SGLang CI suite (repeatable; default: the suites SGLang's CI runs on --hardware, for h100 "
-        f"{', '.join(caselist.DEFAULT_SUITES['h100'])})",
+        help="an SGLang CI suite (repeatable; default: the suites SGLang's CI runs on --hardware, read from their "
+        "names: N-gpu, N-gpu-PLATFORM, N-npu)",
     )
     parser.add_argument("--task-types", metavar="FILE", type=Path, help=f"extra model task types (as ${TABLE_ENV})")
     parser.add_argument(
@@ -85,6 +84,8 @@ def _summary(args: argparse.Namespace, data: dict[str, Any]) -> None:
         f"({', '.join(source['suites'])}; {source['hardware']}; loaded with {source['loaded_with']}){where}",
         file=err,
     )
+    for warning in source["warnings"]:
+        print(f"  warning: {warning}", file=err)
     for note in source["notes"]:
         print(f"  note: {note}", file=err)
     for entry in skipped:
@@ -95,6 +96,8 @@ def _summary(args: argparse.Namespace, data: dict[str, Any]) -> None:
         ours = select_scenarios(baselines, {}, source["hardware"])  # as pytest selects them
         no_case, no_scenario = unmatched(ids, ours)
         for name in no_case:
-            print(f"  scenario without a case: {name} ({baselines.source[name]})", file=err)
+            other = source["other_suites"].get(name)
+            what = f"a case of suite {', '.join(other)}, not run here" if other else "scenario without a case"
+            print(f"  {what}: {name} ({baselines.source[name]})", file=err)
         for name in no_scenario:
             print(f"  case without a scenario: {name}", file=err)

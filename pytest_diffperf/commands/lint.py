@@ -15,9 +15,9 @@ from ..consistency.thresholds import is_threshold_document, lint_threshold_doc, 
 from ..errors import DiffperfError
 from ..perf.baselines import baseline_files, load_baselines
 from ..perf.lint import lint_baseline_doc, lint_baselines
-from ..platforms import canonical_platform
+from ..platforms import PLATFORMS, canonical_platform
 from ..regen.unused import Unused, prune, unused_entries
-from ..sglang.caselist import DEFAULT_SUITES
+from ..sglang.caselist import NoLists
 from ..sglang.source import is_sglang_source
 
 T = TypeVar("T")
@@ -179,8 +179,11 @@ def find_unused(
         case_file = load_case_file(f, hardware)
         by_id.update({c.id: c for c in case_file.cases})
         known |= {e.id for e in case_file.not_expressible}
-        for platform in DEFAULT_SUITES if is_sglang_source(f) else ():
-            other = load_case_file(f, platform)
+        for platform in PLATFORMS if is_sglang_source(f) else ():
+            try:
+                other = load_case_file(f, platform)
+            except NoLists:
+                continue
             known |= {c.id for c in other.cases} | {e.id for e in other.not_expressible}
     out = unused_entries(by_id, known, gt_dir=gt_dir, hardware=hardware)
     for path in map(Path, paths):

@@ -1,7 +1,8 @@
 """`diffperf verify-sglang [SOURCE]`: SGLang's own harness of a release against what the plugin sends and starts.
 
-For every case of the chosen suites, SGLang's ``get_generate_fn`` runs through the installed openai
-SDK over an httpx ``MockTransport``, and its ``diffusion_server`` fixture runs up to ``Popen``
+For every case of the chosen suites, SGLang's ``get_generate_fn`` runs through the openai SDK the release
+pins (``sglang.openaipin``: installed once into the plugin's cache, this command run again with it first on
+the path, where another is installed) over an httpx ``MockTransport``, and its ``diffusion_server`` fixture runs up to ``Popen``
 (``sglang.harness``); the plugin's request (``client.request_body`` as ``client.post_arguments``
 encodes it) and command (``Launcher.command`` and ``env``) for the converted case are built the
 same way, without a network. Each case is equal, different (with the first difference), or not
@@ -11,8 +12,9 @@ expressible (with the reason); an unexplained difference exits 1. Offline, no GP
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import re
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -27,22 +29,20 @@ from .._util.text import format_table
 from ..cases import Case, CaseFile
 from ..serving import client
 from ..serving.launchers import Launcher, ServerSpec
-from ..sglang import caselist, harness, release, semantics
+from ..sglang import caselist, harness, openaipin, release, semantics, standins
 from ..sglang.casefile import convert_lists
+from ..sglang.inference import PROBES
 from ..sglang.source import locate
 from . import verify_sglang_gt
 
-# The openai release each SGLang release pins (its wheel's Requires-Dist), by first release: 0.5.6-0.5.22 read
-# from their wheels, 0.5.23 likewise.
-OPENAI_PINS = (("0.5.23", "2.8.0"), ("0.5.6", "2.6.1"))
-OPENAI_REQUIREMENT = re.compile(r"^Requires-Dist:\s*openai\s*==\s*([\w.]+)", re.M)
+PINNED_RUN_ENV = "DIFFPERF_VERIFY_OPENAI_PINNED"  # set in the run that has the release's openai pin first on the path
 
 
 @dataclass(frozen=True)
 class Verdict:
     case_id: str
     kind: str
-    status: str  # equal | different | not expressible | skipped by SGLang
+    status: str  # equal | different | not expressible | skipped by SGLang | SGLang error
     detail: str = ""
 
 
@@ -61,22 +61,43 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--hardware", default="h100", help="platform the lists are read for (default h100)")
     parser.add_argument("--suite", action="append", metavar="NAME", help="an SGLang CI suite (repeatable)")
     parser.add_argument("--sglang-semantics", metavar="RELEASE", help="judge by this release's rules instead")
+    parser.add_argument(
+        "--openai-as-installed",
+        action="store_true",
+        help="run SGLang's harness with the installed openai even when the release pins another (default: the pin, "
+        "installed once into the plugin's cache)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     source = locate(args.source)
-    loaded = harness.load(source, args.hardware)
-    lists = caselist.from_modules(source, args.hardware, loaded.modules)
+    harness.require_files(source)
+    found = release.identify(source.root, installed=source.installed)
+    pin = openaipin.pin_of(source, found.version)
+    if openaipin.installed() != pin and not args.openai_as_installed:
+        return _with_pin(args, found, pin)
+    first = caselist.load(source, args.hardware)  # the task types of models no table knows, inferred
+    loaded = harness.load(source, args.hardware, table=first.table, assumed=standins.Assumption(PROBES[0]))
+    lists = caselist.from_modules(source, args.hardware, loaded.modules, first)
     data = convert_lists(lists, args.suite, args.sglang_semantics)
     case_file = validate(CaseFile, data, Path(str(args.source)), "")
     which = data["sglang_source"]
     rules = semantics.Semantics(release.parse(which["release"], "release"), which["release_from"])
     print(f"diffperf verify-sglang: SGLang {which['release']} ({which['release_from']}), {source.gpu_cases}")
-    pin_warning = _openai_pin(source, rules)
-    if pin_warning:
-        print(f"diffperf verify-sglang: warning: {pin_warning}")
+    newer = semantics.newer_than_known(rules.release)
+    if newer:
+        print(f"diffperf verify-sglang: warning: SGLang {rules.release} is {newer}")
+    for warning in which["warnings"]:
+        print(f"diffperf verify-sglang: warning: {warning}")
+    for note in which["notes"]:
+        print(f"diffperf verify-sglang: note: {note}")
+    if openaipin.installed() != pin:
+        print(
+            f"diffperf verify-sglang: warning: SGLang {found.version} pins openai=={pin}, the harness runs with openai "
+            f"{openaipin.installed() or '(none)'}: its requests may differ from its CI's"
+        )
     ours = {c.id: c for c in case_file.cases}
     reasons = {c.id: (c.reason, str((c.model_extra or {}).get("request", ""))) for c in case_file.not_expressible}
     verdicts: list[Verdict] = []
@@ -92,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     counts = {s: sum(v.status == s for v in verdicts) for s in dict.fromkeys(v.status for v in verdicts)}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     print(f"diffperf verify-sglang: {len(verdicts)} case(s): {summary} ({time.monotonic() - started:.1f} s)")
-    return 1 if counts.get("different") or verify_sglang_gt.differs(gt) else 0
+    return 1 if counts.get("different") or counts.get("SGLang error") or verify_sglang_gt.differs(gt) else 0
 
 
 def _verify(
@@ -107,6 +128,16 @@ def _verify(
     if case is None:  # SGLang's harness is not run for it: it may need a server (websockets, plain HTTP)
         reason, kind = reasons.get(tc.id, ("not converted", ""))
         return Verdict(tc.id, kind, "not expressible", reason)
+    try:
+        return _compare(loaded, tc, case, image, tmp, rules)
+    except harness.HarnessFailed as exc:  # SGLang's own code failed for this case: nothing to compare
+        return Verdict(tc.id, "", "SGLang error", str(exc))
+
+
+def _compare(
+    loaded: harness.Harness, tc: Any, case: Case, image: Path, tmp: Path, rules: semantics.Semantics
+) -> Verdict:
+    """The case's request, then its command and environment, SGLang's against the plugin's."""
     theirs = harness.request_of(loaded, tc, image)
     if theirs.body is None:
         return Verdict(tc.id, theirs.function, "skipped by SGLang", theirs.skipped)
@@ -181,25 +212,23 @@ def _first_difference(theirs: Any, mine: Any) -> str:
     return f"SGLang {theirs!r}, plugin {mine!r}"
 
 
-def _openai_pin(source: Any, rules: semantics.Semantics) -> str:
-    """A warning when the installed openai is not the one the release pins (its requests may differ)."""
-    pin = None
-    for metadata in sorted(source.root.glob("sglang-*.dist-info/METADATA")):
-        found = OPENAI_REQUIREMENT.search(metadata.read_text(encoding="utf-8", errors="replace"))
-        pin = found.group(1) if found else pin
-    if pin is None:
-        pin = next(p for since, p in OPENAI_PINS if rules.release >= release.parse(since, "release"))
-    try:
-        installed = importlib.metadata.version("openai")
-    except importlib.metadata.PackageNotFoundError:
-        return f"openai is not installed; SGLang {rules.release} pins openai=={pin}"
-    if installed == pin:
-        return ""
-    return (
-        f"SGLang {rules.release} pins openai=={pin}, openai {installed} is installed: its harness's requests may "
-        f"differ from its CI's (openai 3.x sends videos as multipart). Run with the pin: pip install --target DIR "
-        f"openai=={pin} httpx and PYTHONPATH=DIR (as tests/openai_pinned.sh)"
+def _with_pin(args: argparse.Namespace, found: release.Release, pin: str) -> int:
+    """This command again, in a process that imports openai ``pin`` (installed once into the plugin's cache)."""
+    if os.environ.get(PINNED_RUN_ENV) == pin:  # the pinned folder did not take precedence: compare as it is
+        args.openai_as_installed = True
+        return run(args)
+    folder = openaipin.pinned_folder(pin)
+    print(
+        f"diffperf verify-sglang: SGLang {found.version} pins openai=={pin} (openai {openaipin.installed() or 'none'} "
+        f"is installed): its harness runs with openai {pin} from {folder}",
+        flush=True,
     )
+    command = [sys.executable, "-m", "pytest_diffperf.cli", "verify-sglang", str(args.source)]
+    command += ["--hardware", args.hardware, *(f"--suite={s}" for s in args.suite or ())]
+    command += [f"--sglang-semantics={args.sglang_semantics}"] if args.sglang_semantics else []
+    path = os.pathsep.join([str(folder), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, PINNED_RUN_ENV: pin}
+    return subprocess.run(command, env=env, check=False).returncode
 
 
 def _input_image(path: Path) -> Path:

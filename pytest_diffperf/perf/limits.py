@@ -84,6 +84,7 @@ class JudgeRules:
     kinds: frozenset[CheckKind] | None = None
     vram: bool = True
     host_anon: bool = True
+    required: frozenset[str] = frozenset()  # baseline keys whose absence fails (a case's SGLang release's rule)
 
 
 def limit(expected: float, rel: float, pad: float) -> float:
@@ -103,6 +104,7 @@ class Check:
     limit: float
     key: str = ""
     unit: str = "ms"
+    required: bool = False  # a baseline missing (expected 0) fails instead of being unguarded
 
 
 @dataclass(frozen=True)
@@ -156,13 +158,14 @@ def plan_checks(
         return rel if tt is None else max(rel, tt)
 
     def add(name: str, kind: CheckKind, expected: float, rel: float, pad: float, key: str, unit: str = "ms") -> None:
-        checks.append(Check(name, kind, expected, rel, pad, limit(expected, rel, pad), key, unit))
+        required = key in rules.required
+        checks.append(Check(name, kind, expected, rel, pad, limit(expected, rel, pad), key, unit, required))
 
     checks: list[Check] = []
     add("e2e", "e2e", scenario.expected_e2e_ms, timing(tol.e2e), preset.pad_ms, "expected_e2e_ms")
-    if scenario.expected_load_ms is not None:
+    if scenario.expected_load_ms is not None or "expected_load_ms" in rules.required:
         load_rel = tol.e2e if tol.load is None else tol.load
-        add("load", "load", scenario.expected_load_ms, timing(load_rel), preset.pad_ms, "expected_load_ms")
+        add("load", "load", scenario.expected_load_ms or 0.0, timing(load_rel), preset.pad_ms, "expected_load_ms")
     for name, key in (
         ("avg_denoise", "expected_avg_denoise_ms"),
         ("median_denoise", "expected_median_denoise_ms"),
@@ -194,6 +197,9 @@ def plan_checks(
         add("per_frame", "per_frame", per_frame, timing(tol.denoise_stage), preset.pad_ms, key)
 
     _plan_memory(scenario, tol, preset, memory, add, vram=rules.vram, host_anon=rules.host_anon)
+    for key in ("load_peak_vram_mb", "runtime_peak_vram_mb") if rules.vram else ():
+        if key in rules.required and getattr(scenario, key) is None and not any(c.key == key for c in checks):
+            add(key, "vram", 0.0, 0.0, preset.vram_pad_mb, key, "MiB")
     return checks if rules.kinds is None else [c for c in checks if c.kind in rules.kinds]
 
 
@@ -296,6 +302,9 @@ def unreported(scenario: ScenarioBaseline, measurement: Measurement, rules: Judg
 def judge_check(check: Check, actual: float | None) -> CheckResult:
     """The verdict of one check on one actual value."""
     unit = check.unit
+    if check.required and check.expected <= 0:
+        message = f"{check.name}: baseline {check.key} missing or invalid (the case's SGLang release fails it)"
+        return CheckResult(check, actual, "missing", message)
     if check.kind in REQUIRED_POSITIVE and check.expected <= 0:
         return CheckResult(check, actual, "unguarded", f"{check.name}: baseline {check.key} is 0, so it is not guarded")
     if actual is None or not math.isfinite(actual) or (check.kind in REQUIRED_POSITIVE and actual <= 0):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..protocol import DENOISING_STAGE, MEMORY_SNAPSHOT_KEYS, PerfRecord
 
@@ -20,6 +20,18 @@ class Measurement:
     memory: Mapping[str, Sequence[float]] = field(default_factory=dict)  # e.g. "load_peak_allocated_mb"
     num_frames: int | None = None
     is_video: bool = False
+
+    def request(self, index: int) -> Measurement:
+        """The samples of request ``index`` alone (the load time and memory figures not per request kept whole)."""
+        n = len(self.e2e_ms)
+        memory = {k: v[index : index + 1 or None] if len(v) == n else v for k, v in self.memory.items()}
+        return replace(
+            self,
+            e2e_ms=self.e2e_ms[index : index + 1 or None],
+            steps=self.steps[index : index + 1 or None] if len(self.steps) == n else self.steps,
+            stages=self.stages[index : index + 1 or None] if len(self.stages) == n else self.stages,
+            memory=memory,
+        )
 
     def stage_samples(self) -> dict[str, list[float]]:
         """Stage name -> its time in each request that logged it (stages in the order first seen)."""

@@ -48,8 +48,17 @@ class ScenarioSet:
         return {entry.id: entry.reason for entry in self.case_file.not_expressible}
 
     @cached_property
+    def other_suites(self) -> dict[str, list[str]]:
+        """Scenarios that are SGLang's cases of suites this run does not read (a baseline file shared by several
+        platforms holds them: 0.5.10, 0.5.13, 0.5.14): id -> those suites. Not this run's scenarios."""
+        source = (self.case_file.model_extra or {}).get("sglang_source") or {}
+        other: dict[str, list[str]] = source.get("other_suites") or {}
+        return {sid: other[sid] for sid in self.baselines.scenarios if sid in other and sid not in self.cases}
+
+    @cached_property
     def ids(self) -> list[str]:
-        return select_scenarios(self.baselines, self.cases, self.hardware, list(self.not_expressible))
+        chosen = select_scenarios(self.baselines, self.cases, self.hardware, list(self.not_expressible))
+        return [sid for sid in chosen if sid not in self.other_suites]
 
     def home(self, scenario_id: str) -> Path:
         """The file whose node id the scenario carries: the file that defines it, else (a case without a

@@ -51,15 +51,16 @@ def format_failures(
     rows = [("check", "actual", "expected", "Δ", "limit", "allowed", "over limit", "rel", "pad", "unit")]
     for r in bad:
         c = r.check
-        missing = r.verdict == "missing" or r.actual is None
+        no_baseline = c.required and c.expected <= 0  # the baseline is what is missing
+        missing = no_baseline or r.verdict == "missing" or r.actual is None
         rows.append(
             (
                 c.name,
-                "missing" if missing else f"{r.actual:.2f}",
-                f"{c.expected:.2f}",
-                "-" if missing else pct(change(r.actual, c.expected)),
-                f"{c.limit:.2f}",
-                pct(change(c.limit, c.expected)),
+                f"{r.actual:.2f}" if r.actual is not None and (no_baseline or not missing) else "missing",
+                "missing" if no_baseline else f"{c.expected:.2f}",
+                "-" if missing or r.actual is None else pct(change(r.actual, c.expected)),
+                "-" if no_baseline else f"{c.limit:.2f}",
+                "-" if no_baseline else pct(change(c.limit, c.expected)),
                 "-" if missing or r.actual is None else pct(change(r.actual, c.limit)),
                 f"{c.rel:.1%}",
                 f"{c.pad:g}",
@@ -67,6 +68,7 @@ def format_failures(
             )
         )
     lines = format_table(rows)
+    lines += [r.message for r in bad if r.check.required and r.check.expected <= 0]
     formed = [_formed(r, samples.get(r.check.name, ()), statistic) for r in bad if samples is not None]
     formed = [line for line in formed if line]
     if formed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..cases import Case
 from ..errors import DiffperfFailure
@@ -89,6 +89,28 @@ def check_record(r: limits.CheckResult) -> CheckRecord:
         name=c.name, kind=c.kind, actual=r.actual, expected=c.expected, limit=c.limit, rel=c.rel, pad=c.pad,
         verdict=r.verdict,
     )  # fmt: skip
+
+
+def judge_requests(
+    scenario_id: str,
+    baseline: ScenarioBaseline,
+    measurement: Measurement,
+    rules: limits.JudgeRules,
+    how: Literal["all", "each", "last"] = "all",
+) -> ScenarioResult:
+    """``judge_limits`` over the requests as the case says (``Case.judged_requests``): the statistic over all of
+    them, each on its own (the first failing request's result, named), or the last alone."""
+    count = len(measurement.e2e_ms)
+    if count < 2 or how == "all":
+        return judge_limits(scenario_id, baseline, measurement, rules)
+    if how == "last":
+        return judge_limits(scenario_id, baseline, measurement.request(-1), rules)
+    for index in range(count):
+        result = judge_limits(scenario_id, baseline, measurement.request(index), rules)
+        if result.verdict == "fail":
+            result.message = f"request {index + 1}/{count} (each is judged on its own): {result.message}"
+            return result
+    return judge_limits(scenario_id, baseline, measurement, rules)
 
 
 def judge_limits(

@@ -15,7 +15,6 @@ install) is one ``DiffperfError`` before any server starts.
 from __future__ import annotations
 
 import hashlib
-import os
 import shlex
 import shutil
 import subprocess
@@ -28,15 +27,12 @@ from pathlib import Path
 from filelock import FileLock
 
 from .._util import git
+from .._util.cachedir import default_cache
 from ..errors import DiffperfError
 from .sidespec import GitSource, SideSpec
 
 BUILT_MARK = ".diffperf-built"  # written into a venv once its install succeeded
 LOG_TAIL_LINES = 15
-
-
-def default_cache() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-diffperf"
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import DiffperfError
 from . import caselist, release, task_types
-from .convert import convert, unreadable
+from .convert import Converted, convert, unreadable
 from .semantics import Semantics
 from .source import locate
 
@@ -42,11 +43,15 @@ def convert_lists(
     """``case_file_data`` of lists already loaded."""
     rules = semantics_for(lists, semantics)
     selected = lists.select(suites)
-    for entry in selected:
-        problem = unreadable(entry.case, f"{rules.release} ({rules.how})", str(lists.source.gpu_cases))
-        if problem is not None:
-            raise problem
-    converted = [convert(entry.case, entry.suites, rules, lists.hardware) for entry in selected]
+    converted = [_convert(lists, entry, rules) for entry in selected]
+    models = {entry.case.server_args.model_path for entry in selected}
+    chosen = {entry.case.id for entry in selected}
+    other_suites: dict[str, list[str]] = {}
+    for name, cases in lists.suites.items():
+        for case in cases:
+            if case.id not in chosen:
+                other_suites.setdefault(case.id, []).append(name)
+    notes = [*lists.notes, *(note for model, note in lists.inferred.items() if model in models)]
     return {
         "_comment": (
             f"Converted by `diffperf import-cases` from SGLang's case lists ({lists.source.gpu_cases}), "
@@ -55,11 +60,16 @@ def convert_lists(
         "sglang_source": {
             "path": str(lists.source.gpu_cases),
             "hardware": lists.hardware,
-            "suites": list(suites)
-            if suites
-            else [s for s in caselist.DEFAULT_SUITES[lists.hardware] if s in lists.suites],
+            "suites": list(suites) if suites else lists.default_suites,
             "loaded_with": lists.mode,
-            "notes": list(lists.notes),
+            "notes": notes,
+            "other_suites": other_suites,  # the release's cases not in these suites (a shared baseline file's)
+            "warnings": [
+                f"suite {name!r} ({len(lists.suites[name])} case(s)) is not one pytest-diffperf maps to a platform: "
+                f"not run unless named (--diffperf-suites {name})"
+                for name in lists.unmapped
+                if not suites or name not in suites
+            ],
             "release": str(rules.release),
             "release_from": rules.how,
             "semantics": rules.describe(),
@@ -71,3 +81,19 @@ def convert_lists(
             if c.case is None
         ],
     }
+
+
+def _convert(lists: caselist.CaseLists, entry: caselist.SuiteCase, rules: Semantics) -> Converted:
+    """The case converted, or not expressible: its model's task type undecided, or a field or kind unknown."""
+    case = entry.case
+    reason = lists.undecided.get(case.id) or unreadable(case, f"{rules.release} ({rules.how})")
+    if reason is not None:
+        return Converted(case.id, entry.suites, "unknown", reason=reason)
+    try:
+        return convert(case, entry.suites, rules, lists.hardware)
+    except (TypeError, ValueError, AttributeError) as exc:  # a field of a type SGLang's own harness would not send
+        raise DiffperfError(
+            f"a field of case {case.id!r} has an unexpected type ({type(exc).__name__}: {exc})",
+            source=str(lists.source.gpu_cases),
+            key=case.id,
+        ) from None

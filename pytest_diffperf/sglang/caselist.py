@@ -8,6 +8,7 @@ parameters, modality) and every platform branch of ``gpu_cases.py`` is as SGLang
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import io
 import json
@@ -24,7 +25,7 @@ from typing import Any
 
 from ..errors import DiffperfError
 from ..platforms import DEFAULT_GPU, canonical_platform, device_kind
-from . import release, standins, suites, task_types
+from . import guard, inference, release, standins, suites, task_types
 from .source import Source
 
 MG = standins.MG
@@ -42,17 +43,6 @@ MUSA_SUITE_LISTS = {
     "1-gpu-musa": "ONE_GPU_MUSA_CASES",
     "1-gpu-musa-nightly": "ONE_GPU_NIGHTLY_MUSA_CASES",
     "2-gpu-musa": "TWO_GPU_MUSA_CASES",
-}
-# What SGLang's CI runs on each platform.
-DEFAULT_SUITES = {
-    "h100": ("1-gpu", "2-gpu", "4-gpu-h100"),
-    "b200": ("1-gpu-b200",),
-    "5090": ("1-gpu-5090",),
-    "xpu_b60": ("1-gpu-xpu",),
-    "rocm": ("1-gpu", "2-gpu"),
-    "npu": ("1-npu", "2-npu"),
-    "musa": ("1-gpu-musa", "2-gpu-musa"),
-    "cpu": ("1-gpu", "2-gpu", "4-gpu-h100"),
 }
 # The baseline files testcase_configs.py reads at import (relative to it), and stand-ins for missing ones:
 # a copy of SGLang's tree may hold only some platforms' files, and the cases do not depend on them.
@@ -73,6 +63,10 @@ PLACEHOLDER_PRIMARY = {
 }
 
 
+class NoLists(DiffperfError):
+    """The release has no case lists for the platform asked for."""
+
+
 @dataclass(frozen=True)
 class SuiteCase:
     """One of SGLang's ``DiffusionTestCase`` objects and the suites it is in."""
@@ -90,10 +84,33 @@ class CaseLists:
     suites: dict[str, list[Any]]
     mode: str  # "import" (the installed sglang) or "stand-ins"
     notes: tuple[str, ...] = field(default_factory=tuple)
+    inferred: dict[str, str] = field(default_factory=dict)  # model -> the note saying how its task type was inferred
+    undecided: dict[str, str] = field(default_factory=dict)  # case id -> why its model's task type is unknown
+    table: task_types.TaskTypeTable | None = None  # the task types it was loaded with (the inferred ones added)
+
+    @property
+    def default_suites(self) -> list[str]:
+        """The suites SGLang's CI runs on this platform (by their names, ``suites.platforms_of``)."""
+        return suites.default_suites(self.hardware, list(self.suites))
+
+    @property
+    def unmapped(self) -> list[str]:
+        """Suites with cases that the plugin maps to no platform (run only when named)."""
+        return [n for n, cases in self.suites.items() if cases and not suites.platforms_of(n).platforms]
 
     def select(self, names: Sequence[str] | None = None) -> list[SuiteCase]:
-        """The cases of ``names`` (default: the suites SGLang's CI runs on this platform), each once."""
-        names = list(names) if names else [s for s in DEFAULT_SUITES[self.hardware] if s in self.suites]
+        """The cases of ``names`` (default: the suites SGLang's CI runs on this platform), each once; DiffperfError
+        when the release has no suite for this platform."""
+        if not names and not self.default_suites:
+            which = release.identify(self.source.root, installed=self.source.installed)
+            raise NoLists(
+                f"SGLang {which} has no case lists for {self.hardware} (its suites: "
+                f"{', '.join(n for n, cases in self.suites.items() if cases) or 'none'}): name one with "
+                "--diffperf-suites (diffperf import-cases --suite), or read the lists as on another platform",
+                source=str(self.source.gpu_cases),
+                key="suite",
+            )
+        names = list(names) if names else self.default_suites
         unknown = [n for n in names if n not in self.suites]
         if unknown:
             raise DiffperfError(
@@ -120,22 +137,59 @@ class CaseLists:
 
 
 def load(source: Source, hardware: str | None = None, *, table: task_types.TaskTypeTable | None = None) -> CaseLists:
-    """Run SGLang's case files from ``source`` as on ``hardware`` (default h100, as SGLang's CI); every suite."""
+    """Run SGLang's case files from ``source`` as on ``hardware`` (default h100, as SGLang's CI); every suite.
+
+    A model the task-type table lacks gets the type the installed sglang's registry gives, else the one its
+    cases' own fields say (``inference``); the cases of a model nothing decides are ``undecided``, while every
+    other case loads.
+    """
     hardware = canonical_platform(hardware) if hardware else DEFAULT_GPU
+    table = table or task_types.load_table()
+    limit_s = guard.timeout_s()  # a bad $DIFFPERF_SGLANG_LOAD_TIMEOUT is an error even when the lists are cached
     notes: list[str] = []
     if source.installed:
         modules = _real_import(source, hardware, notes)
         if modules is not None:
-            return CaseLists(source, hardware, _suites(source, modules), "import", tuple(notes))
-    modules = _with_standins(source, hardware, table or task_types.load_table(), notes)
-    return CaseLists(source, hardware, _suites(source, modules), "stand-ins", tuple(notes))
+            return CaseLists(source, hardware, _suites(source, modules), "import", tuple(notes), table=table)
+    first = standins.Assumption(inference.PROBES[0])
+    modules = _with_standins(source, hardware, table, notes, first)
+    if not first.models:
+        return CaseLists(source, hardware, _suites(source, modules), "stand-ins", tuple(notes), table=table)
+    registry = inference.from_registry(first.models, limit_s)
+    asked = {
+        m: f"model {m!r} is in no task-type table: {t}, from the installed sglang's registry"
+        for m, t in registry.items()
+    }
+    if registry:
+        table = table.with_models(registry)
+        first = standins.Assumption(inference.PROBES[0])
+        modules = _with_standins(source, hardware, table, [], first)
+        if not first.models:
+            return CaseLists(source, hardware, _suites(source, modules), "stand-ins", tuple(notes), asked, table=table)
+    second = standins.Assumption(inference.PROBES[1])
+    other = _with_standins(source, hardware, table, [], second)
+    found = inference.resolve(first.models, _by_id(_suites(source, modules)), _by_id(_suites(source, other)))
+    table = table.with_models(found.task_types)
+    if found.task_types:
+        modules = _with_standins(source, hardware, table, [], standins.Assumption(inference.PROBES[0]))
+    inferred = {**asked, **found.notes}
+    return CaseLists(
+        source, hardware, _suites(source, modules), "stand-ins", tuple(notes), inferred, found.undecided, table
+    )
 
 
-def from_modules(source: Source, hardware: str, loaded: Mapping[str, ModuleType]) -> CaseLists:
-    """The lists of modules ``load_with_standins`` ran (for instance with SGLang's harness besides)."""
+def _by_id(suites: Mapping[str, list[Any]]) -> dict[str, Any]:
+    return {case.id: case for cases in suites.values() for case in cases}
+
+
+def from_modules(source: Source, hardware: str, loaded: Mapping[str, ModuleType], like: CaseLists) -> CaseLists:
+    """The lists of modules ``load_with_standins`` ran (for instance with SGLang's harness besides), with what
+    ``like`` (the same lists loaded by ``load``) inferred and could not."""
     hardware = canonical_platform(hardware)
     modules = {kind: loaded[_case_module(source, kind)[0]] for kind in _kinds(hardware)}
-    return CaseLists(source, hardware, _suites(source, modules), "stand-ins")
+    return CaseLists(
+        source, hardware, _suites(source, modules), "stand-ins", like.notes, like.inferred, like.undecided, like.table
+    )
 
 
 def _kinds(hardware: str) -> list[str]:
@@ -152,7 +206,10 @@ def _real_import(source: Source, hardware: str, notes: list[str]) -> dict[str, M
     """The installed sglang's case modules, imported for real; None (and a note) when sglang cannot import them."""
     before = {n for n in sys.modules if n == "sglang" or n.startswith("sglang.")}
     try:
-        return {kind: importlib.import_module(_case_module(source, kind)[0]) for kind in _kinds(hardware)}
+        with guard.foreign_code("case lists", str(source.gpu_cases)):
+            return {kind: importlib.import_module(_case_module(source, kind)[0]) for kind in _kinds(hardware)}
+    except DiffperfError:
+        raise
     except ImportError as exc:
         for name in [n for n in sys.modules if (n == "sglang" or n.startswith("sglang.")) and n not in before]:
             del sys.modules[name]
@@ -162,30 +219,42 @@ def _real_import(source: Source, hardware: str, notes: list[str]) -> dict[str, M
         raise DiffperfError(f"importing SGLang's case lists failed: {_failure(exc)}") from None
 
 
+@dataclass(frozen=True)
+class _Loaded:
+    stamps: dict[Path, tuple[int, int] | None]
+    modules: dict[str, ModuleType]
+    notes: list[str]
+    assumed: list[str]
+
+
 # Case modules loaded with stand-ins, by what decides them (see ``_with_standins``).
-_LOADED: dict[tuple[object, ...], tuple[dict[Path, tuple[int, int] | None], dict[str, ModuleType], list[str]]] = {}
+_LOADED: dict[tuple[object, ...], _Loaded] = {}
 
 
 def _with_standins(
-    source: Source, hardware: str, table: task_types.TaskTypeTable, notes: list[str]
+    source: Source,
+    hardware: str,
+    table: task_types.TaskTypeTable,
+    notes: list[str],
+    assumed: standins.Assumption,
 ) -> dict[str, ModuleType]:
-    """The case modules of ``hardware``, run once per process for each tree, task-type table and baseline-platform
-    override while none of the files that run read changed (``diffperf lint --cases`` reads every platform's)."""
+    """The case modules of ``hardware``, run once per process for each tree, task-type
+    table, assumption and baseline-platform override while none of the files that run read changed (``diffperf
+    lint --cases`` reads every platform's); ``assumed.models`` gets the models the table lacked."""
     override = os.environ.get("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM")
-    answers = (tuple(table.models.items()), tuple(table.pipelines.items()))
+    answers = (tuple(table.models.items()), tuple(table.pipelines.items()), assumed.task)
     key = (source.root.resolve(), source.installed, hardware, answers, override)
     hit = _LOADED.get(key)
-    if hit is not None and _stamps(hit[0]) == hit[0]:
-        notes.extend(hit[2])
-        return hit[1]
-    own_notes: list[str] = []
-    loaded = load_with_standins(source, hardware, table=table, notes=own_notes)
-    notes.extend(own_notes)
-    modules = {kind: loaded[_case_module(source, kind)[0]] for kind in _kinds(hardware)}
-    read = [Path(f) for m in loaded.values() if isinstance(f := getattr(m, "__file__", None), str)]
-    read += [p for p in source.server_dir.rglob("*") if p.suffix in (".py", ".json")]
-    _LOADED[key] = (_stamps(dict.fromkeys(read)), modules, own_notes)
-    return modules
+    if hit is None or _stamps(hit.stamps) != hit.stamps:
+        own_notes: list[str] = []
+        loaded = load_with_standins(source, hardware, table=table, notes=own_notes, assumed=assumed)
+        modules = {kind: loaded[_case_module(source, kind)[0]] for kind in _kinds(hardware)}
+        read = [Path(f) for m in loaded.values() if isinstance(f := getattr(m, "__file__", None), str)]
+        read += [p for p in source.server_dir.rglob("*") if p.suffix in (".py", ".json")]
+        hit = _LOADED[key] = _Loaded(_stamps(dict.fromkeys(read)), modules, own_notes, list(assumed.models))
+    notes.extend(hit.notes)
+    assumed.models[:] = hit.assumed
+    return hit.modules
 
 
 def _stamps(paths: Mapping[Path, object]) -> dict[Path, tuple[int, int] | None]:
@@ -209,15 +278,18 @@ def load_with_standins(
     extra: Mapping[str, ModuleType] | None = None,
     also: Sequence[str] = (),
     notes: list[str] | None = None,
+    assumed: standins.Assumption | None = None,
 ) -> dict[str, ModuleType]:
     """SGLang's files run with ``standins``: testcase_configs, the case files of ``hardware``, then ``also``.
 
     ``also`` are more files under ``test/server`` (``"test_server_utils.py"``, ...), loaded as their
-    module names after the case files; ``extra`` adds stand-ins (see ``standins.standin_modules``).
+    module names after the case files; ``extra`` adds stand-ins and ``assumed`` answers the registry for models
+    the table lacks (see ``standins.standin_modules``).
     Returns every module of SGLang's that ran (those files and the ones they imported), by module name.
     """
     notes = [] if notes is None else notes
-    modules = standins.standin_modules(source.root, hardware, table=table or task_types.load_table(), extra=extra)
+    table = table or task_types.load_table()
+    modules = standins.standin_modules(source.root, hardware, table=table, extra=extra, assumed=assumed)
     loaded: dict[str, ModuleType] = {}
     with (
         standins.installed(modules),
@@ -238,13 +310,14 @@ def load_with_standins(
 
 def _run(name: str, path: Path, shown: Path, source: Source) -> ModuleType:
     if not path.is_file():
-        raise DiffperfError(
+        raise NoLists(
             f"this SGLang tree ({release.identify(source.root, installed=source.installed)}) has no {shown.name}: "
             "its release has no case lists for this platform",
             source=str(shown),
         )
     try:
-        return standins.load_source_module(name, path)
+        with guard.foreign_code(f"file {shown.name}", str(shown)):
+            return standins.load_source_module(name, path)
     except DiffperfError:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 (SGLang's code failed under the stand-ins: say where)
@@ -282,10 +355,13 @@ def _testcase_configs_path(server_dir: Path, hardware: str, tmp: Path, notes: li
     text = (server_dir / TESTCASE_CONFIGS[1]).read_text(encoding="utf-8") if server_dir.is_dir() else ""
     if "BASELINE_CONFIG" not in text:
         return server_dir / TESTCASE_CONFIGS[1]  # the release reads no baseline file at import
+    own = PERF_BASELINE_FILES.get(platform, "")
     primary = (
         SINGLE_BASELINE_FILE
         if f'"{SINGLE_BASELINE_FILE}"' in text
-        else PERF_BASELINE_FILES.get(platform, PERF_BASELINE_FILES[DEFAULT_GPU])
+        else own
+        if f'"{Path(own).name}"' in text  # a release that has no file for the platform reads the default GPU's
+        else PERF_BASELINE_FILES[DEFAULT_GPU]
     )
     needed = [primary, *(rel for rel in FRAGMENT_FILES if rel in text.replace('" / "', "/"))]
     missing = [rel for rel in needed if not (server_dir / rel).is_file()]
@@ -318,7 +394,7 @@ def _suites(source: Source, modules: Mapping[str, ModuleType]) -> dict[str, list
         if kind == "musa":
             groups = {s: [("", getattr(module, n))] for s, n in MUSA_SUITE_LISTS.items() if hasattr(module, n)}
         elif hasattr(module, "PARAMETRIZED_CASE_GROUPS"):
-            groups = dict(module.PARAMETRIZED_CASE_GROUPS)
+            groups = _checked_groups(module.PARAMETRIZED_CASE_GROUPS, str(module.__file__))
         else:
             by_suite = suites.list_names_by_suite(source.server_dir.parent)
             if kind != "gpu" and not any(hasattr(module, n) for names in by_suite.values() for n in names):
@@ -331,4 +407,48 @@ def _suites(source: Source, modules: Mapping[str, ModuleType]) -> dict[str, list
         groups.update({s: [("", getattr(module, n))] for s, n in FILE_SUITE_LISTS.items() if hasattr(module, n)})
         for suite, files in groups.items():
             found[suite] = [case for _file, cases in files for case in cases]
+            for index, case in enumerate(found[suite]):
+                _check_case(case, str(module.__file__), f"{suite}[{index}]")
     return found
+
+
+def _checked_groups(groups: object, file: str) -> dict[str, list[tuple[str, list[Any]]]]:
+    """``PARAMETRIZED_CASE_GROUPS`` as SGLang's runner reads it (suite -> [(test file, cases)]), or one error
+    naming the file and the key."""
+    where = "PARAMETRIZED_CASE_GROUPS"
+    if not isinstance(groups, Mapping):
+        raise DiffperfError(
+            f"expected a dict of suite -> [(test file, cases)], got {type(groups).__name__}", source=file, key=where
+        )
+    for suite, files in groups.items():
+        if not isinstance(suite, str) or not isinstance(files, list | tuple):
+            raise DiffperfError(
+                f"expected a suite name and a list of (test file, cases) pairs, got {suite!r}: {type(files).__name__}",
+                source=file,
+                key=f"{where}[{suite!r}]",
+            )
+        for index, pair in enumerate(files):
+            if not (isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[1], list | tuple)):
+                raise DiffperfError(
+                    f"expected a (test file, list of DiffusionTestCase) pair, got {pair!r:.80}",
+                    source=file,
+                    key=f"{where}[{suite!r}][{index}]",
+                )
+    return {suite: [(str(f), list(cases)) for f, cases in files] for suite, files in groups.items()}
+
+
+def _check_case(case: object, file: str, where: str) -> None:
+    """One error naming the file and the case's place for a case that is not one of SGLang's DiffusionTestCase
+    shape (an id, server_args with a model_path, sampling_params)."""
+    case_id = getattr(case, "id", None)
+    server_args = getattr(case, "server_args", None)
+    sampling_params = getattr(case, "sampling_params", None)
+    problem = ""
+    if not dataclasses.is_dataclass(case) or not isinstance(case_id, str):
+        problem = f"expected a DiffusionTestCase (with a string id), got {case!r:.80}"
+    elif not isinstance(getattr(server_args, "model_path", None), str):
+        problem = f"case {case_id!r}: expected server_args with a string model_path, got {server_args!r:.80}"
+    elif not dataclasses.is_dataclass(sampling_params):
+        problem = f"case {case_id!r}: expected sampling_params, got {sampling_params!r:.80}"
+    if problem:
+        raise DiffperfError(problem, source=file, key=where)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import DiffperfError
 from ..platforms import device_kind
 from .semantics import LATEST, Semantics
 
@@ -138,12 +137,10 @@ def unknown_fields(obj: Any, kind: str) -> list[tuple[str, Any]]:
     return out
 
 
-def unreadable(tc: Any, release: str, file: str) -> DiffperfError | None:
-    """One error naming the release, the file, the case and the field, for what this plugin cannot read."""
-    what_to_do = (
-        "upgrade pytest-diffperf, or run `diffperf verify-sglang` on this release to see what differs; "
-        "deselect the case (-k 'not ID') to run the others"
-    )
+def unreadable(tc: Any, release: str) -> str | None:
+    """Why this plugin cannot read case ``tc`` of SGLang ``release`` (a field it does not know set, a kind it
+    does not know), or None."""
+    what_to_do = "upgrade pytest-diffperf; `diffperf verify-sglang` on this release shows what else differs"
     parts: Mapping[str, Any] = {
         "DiffusionTestCase": tc,
         "DiffusionServerArgs": getattr(tc, "server_args", None),
@@ -151,19 +148,15 @@ def unreadable(tc: Any, release: str, file: str) -> DiffperfError | None:
     }
     for kind, obj in parts.items():
         for name, value in unknown_fields(obj, kind)[:1]:
-            return DiffperfError(
-                f"SGLang {release}'s case {tc.id!r} sets {kind}.{name} = {value!r}, a field pytest-diffperf does "
-                f"not know (it may change what the case sends or judges): {what_to_do}",
-                source=file,
-                key=f"{tc.id}.{name}",
+            return (
+                f"SGLang {release} sets {kind}.{name} = {value!r}, a field pytest-diffperf does not know "
+                f"(it may change what the case sends or judges): {what_to_do}"
             )
     modality = getattr(parts["DiffusionServerArgs"], "modality", None)
     if modality not in KNOWN_MODALITIES:
-        return DiffperfError(
-            f"SGLang {release}'s case {tc.id!r} is of a kind pytest-diffperf does not know "
-            f"(server_args.modality = {modality!r}, known: {', '.join(KNOWN_MODALITIES)}): {what_to_do}",
-            source=file,
-            key=f"{tc.id}.modality",
+        return (
+            f"SGLang {release}'s case is of a kind pytest-diffperf does not know "
+            f"(server_args.modality = {modality!r}, known: {', '.join(KNOWN_MODALITIES)}): {what_to_do}"
         )
     return None
 
@@ -286,6 +279,13 @@ def convert(
         case["judged_without_perf_check"] = "nothing"
     case["run_consistency_check"] = tc.run_consistency_check
     case["perf_repeat_requests"] = tc.perf_repeat_requests
+    if tc.perf_repeat_requests > 1:
+        case["judged_requests"] = "each" if semantics.has("per_request_judging") else "last"
+    required = ["expected_e2e_ms", "expected_load_ms"] if semantics.has("e2e_load_baseline_required") else []
+    if semantics.has("vram_baseline_required") and tc.run_perf_check:
+        required += ["load_peak_vram_mb", "runtime_peak_vram_mb"]  # judged where VRAM is (CUDA)
+    if required:
+        case["required_baselines"] = required
     warmups = 0 if semantics.has("warmup_requests") else sa.warmup_text + sa.warmup_edit + sa.warmup
     case["perf_warmup_requests"] = tc.perf_warmup_requests + warmups
     not_run = [name for name in UNSUPPORTED_CHECKS if getattr(tc, name, False)]

@@ -22,6 +22,7 @@ import inspect
 import io
 import json
 import os
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 import psutil
 
 from ..errors import DiffperfError
-from . import caselist, standins, task_types
+from . import caselist, guard, standins, task_types
 from .source import SERVER_DIR, Source
 
 MG = standins.MG
@@ -136,17 +137,29 @@ def load(
     *,
     table: task_types.TaskTypeTable | None = None,
     extra: Mapping[str, ModuleType] | None = None,
+    assumed: standins.Assumption | None = None,
 ) -> Harness:
-    """SGLang's harness modules and the case files of ``hardware``, loaded fresh from ``source``."""
+    """SGLang's harness modules and the case files of ``hardware``, loaded fresh from ``source`` (``table`` and
+    ``assumed`` answer the model registry, as ``caselist.load_with_standins``)."""
+    require_files(source)
+    modules = caselist.load_with_standins(
+        source,
+        hardware,
+        table=table,
+        extra={**harness_standins(source.root), **(extra or {})},
+        also=HARNESS_FILES,
+        assumed=assumed,
+    )
+    return Harness(source, modules)
+
+
+def require_files(source: Source) -> None:
+    """DiffperfError naming the harness files ``source`` lacks."""
     missing = [name for name in HARNESS_FILES if not (source.server_dir / name).is_file()]
     if missing:
         raise DiffperfError(
             f"this SGLang tree has no {', '.join(missing)}: nothing to verify against", source=str(source.server_dir)
         )
-    modules = caselist.load_with_standins(
-        source, hardware, table=table, extra={**harness_standins(source.root), **(extra or {})}, also=HARNESS_FILES
-    )
-    return Harness(source, modules)
 
 
 @dataclass(frozen=True)
@@ -196,6 +209,16 @@ def _without_none(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
+class HarnessFailed(Exception):
+    """SGLang's own harness raised for a case (not a skip): its message names what raised and where."""
+
+
+def _failed(what: str, exc: BaseException, source: Source) -> HarnessFailed:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).is_relative_to(source.root)]
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return HarnessFailed(f"SGLang's {what} raised {type(exc).__name__}: {exc}{where}")
+
+
 class Captured(Exception):
     """Raised once the request is recorded: nothing is sent anywhere."""
 
@@ -237,21 +260,26 @@ def request_of(harness: Harness, tc: Any, input_image: Path) -> Request:
         http_client=transport,  # type: ignore[arg-type]  # openai 3.x types it as its own httpx fork's Client
         max_retries=0,
     )
+    where = str(harness.source.server_dir / HARNESS_FILES[0])
+    name = "get_generate_fn"
     try:
-        fn = utils.get_generate_fn(tc.server_args.model_path, tc.server_args.modality, tc.sampling_params)
-        try:
+        with guard.foreign_code(name, where):
+            fn = utils.get_generate_fn(tc.server_args.model_path, tc.server_args.modality, tc.sampling_params)
+            name = fn.__name__
             with contextlib.redirect_stdout(io.StringIO()):
                 fn(tc.id, api)
-        except (openai.APIConnectionError, Captured):  # openai 2.x wraps what the transport raised, 3.x does not
-            pass
-        except BaseException as exc:
-            if type(exc).__name__ != "Skipped":
-                raise
-            return Request(fn.__name__, None, skipped=str(exc))
+    except (openai.APIConnectionError, Captured):  # openai 2.x wraps what the transport raised, 3.x does not
+        pass
+    except (DiffperfError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 (SGLang's code: a skip, else its failure said for the case)
+        if type(exc).__name__ == "Skipped":  # pytest.skip's exception, a BaseException
+            return Request(name, None, skipped=str(exc))
+        raise _failed(name, exc, harness.source) from None
     finally:
         utils.download_image_from_url = saved
         transport.close()
-    return Request(fn.__name__, seen[0] if seen else None)
+    return Request(name, seen[0] if seen else None)
 
 
 def command_of(harness: Harness, tc: Any, perf_dir: Path) -> tuple[list[str], dict[str, str]] | str:
@@ -272,13 +300,16 @@ def command_of(harness: Harness, tc: Any, perf_dir: Path) -> tuple[list[str], di
     os.environ.pop("SGLANG_TEST_SERVE_ARGS", None)
     base = dict(os.environ)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        where = str(harness.source.server_dir / HARNESS_FILES[1])
+        with guard.foreign_code("diffusion_server fixture", where), contextlib.redirect_stdout(io.StringIO()):
             next(fixture(tc))
     except Spawned:
         pass
     except BaseException as exc:
-        if type(exc).__name__ != "Skipped":
+        if isinstance(exc, DiffperfError | KeyboardInterrupt):
             raise
+        if type(exc).__name__ != "Skipped":
+            raise _failed("diffusion_server fixture", exc, harness.source) from None
         return str(exc) or "skipped"
     finally:
         utils.subprocess = saved

@@ -53,6 +53,31 @@ TABLE: tuple[Row, ...] = (
         "test_server_common.py: 0.5.20:418-470; 0.5.21:444 (validate_load: test_server_utils.py, 0.5.21 first)",
     ),
     Row(
+        "per_request_judging",
+        "0.5.20",
+        "of perf_repeat_requests measured requests only the last is judged (0.5.19: the loop keeps the last record)",
+        "each of perf_repeat_requests measured requests is judged on its own: any one over a limit fails the case",
+        "test_server_common.py: 0.5.19:1565-1601 `for _ in range(...)` then one _validate_and_record; "
+        "0.5.20:1576-1653 `for request_index in ...` _validate_and_record per request",
+    ),
+    Row(
+        "e2e_load_baseline_required",
+        "0.5.21",
+        "a scenario without expected_load_ms is judged without a load check; an expected_e2e_ms of 0 is not guarded",
+        "validate_e2e and validate_load fail a scenario whose expected_e2e_ms or expected_load_ms is missing or not "
+        "positive",
+        "test_server_utils.py PerformanceValidator: absent in 0.5.20; 0.5.21:765-767 'E2E baseline missing or "
+        "invalid', 775-785 'Load baseline missing or invalid'",
+    ),
+    Row(
+        "vram_baseline_required",
+        "0.5.19",
+        "a scenario without load/runtime_peak_vram_mb is judged without them",
+        "on CUDA a perf-checked scenario without load_peak_vram_mb or runtime_peak_vram_mb fails ('is missing a "
+        "load/runtime peak VRAM baseline')",
+        "test_server_common.py _validate_and_record: no VRAM check in 0.5.18; 0.5.19:452-462",
+    ),
+    Row(
         "text_url_image_to_video_extras",
         "0.5.21",
         "generate_text_url_image_to_video sends reference_url, fps, num_frames only (sampling_params.extras dropped)",
@@ -176,4 +201,11 @@ class Semantics:
         return {row.name: row.new if row.applies(self.release) else row.old for row in TABLE}
 
 
-LATEST = Semantics(Version("0.5.23"), "default")
+LATEST = Semantics(Version("0.5.23"), "default")  # the newest release the table was read from
+
+
+def newer_than_known(release: Version) -> str:
+    """What to say of a release newer than the newest whose rules the table holds ('' for a known one)."""
+    if Version(release.base_version) <= LATEST.release:
+        return ""
+    return f"newer than {LATEST.release}, the newest release pytest-diffperf's rules were read from: its rules applied"

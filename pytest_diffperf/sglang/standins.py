@@ -26,7 +26,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -129,11 +129,13 @@ def standin_modules(
     *,
     table: task_types.TaskTypeTable | None = None,
     extra: Mapping[str, ModuleType] | None = None,
+    assumed: Assumption | None = None,
 ) -> dict[str, ModuleType]:
     """Stand-ins for loading SGLang's case files from ``root`` (the folder holding ``sglang/``) as on ``hardware``.
 
-    ``table`` answers the model registry (default: the checked-in table); ``extra`` adds modules or
-    replaces any of the stand-ins (by module name).
+    ``table`` answers the model registry (default: the checked-in table); a model it lacks is answered by
+    ``assumed`` (which records it), else is the table's error. ``extra`` adds modules or replaces any of
+    the stand-ins (by module name).
     """
     table = table or task_types.load_table()
     modules: dict[str, ModuleType] = {}
@@ -171,7 +173,7 @@ def standin_modules(
     )
     modules[f"{MG}.registry"] = module(
         f"{MG}.registry",
-        get_model_info=lambda model_path: _model_info(task_type(), table.task_type(model_path)),
+        get_model_info=lambda model_path: _model_info(task_type(), _answer(table, assumed, model_path)),
         get_pipeline_config_classes=lambda name: _pipeline_classes(task_type(), table.pipeline_task_type(name)),
     )
     modules["sglang.srt.environ"] = module("sglang.srt.environ", envs=_SrtEnvs())
@@ -325,6 +327,25 @@ def _class_from_source(path: Path, name: str) -> Any:
     namespace["DataType"] = absent_module("DataType")
     exec(compile(ast.Module(body=found, type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102 (SGLang's own class)
     return namespace[name]
+
+
+@dataclass
+class Assumption:
+    """The task type the stand-in registry answers for a model the table lacks, and the models it answered so."""
+
+    task: task_types.TaskType
+    models: list[str] = field(default_factory=list)
+
+
+def _answer(table: task_types.TaskTypeTable, assumed: Assumption | None, model_path: str) -> str:
+    found = table.lookup(model_path)
+    if found is not None:
+        return found
+    if assumed is None:
+        return table.task_type(model_path)  # the error naming the model
+    if model_path not in assumed.models:
+        assumed.models.append(model_path)
+    return assumed.task
 
 
 def _model_info(model_task_type: Any, task: str) -> SimpleNamespace:

@@ -6,19 +6,61 @@ to test files (``SUITES``, ``FILE_SUITES``, ``suites_ascend``, ``PARAMETRIZED_CA
 each test file parametrizes its class over one list (``@pytest.fixture(params=ONE_GPU_CASES_A)`` or
 ``diffusion_case_fixture(ONE_GPU_B200_CASES)``). Both are read here from the source, as data: the
 runner imports the whole harness, and the test files import pytest.
+
+Which platform's CI runs a suite is read from its name, as SGLang names them: ``N-gpu`` (the CUDA and
+ROCm machines), ``N-gpu-PLATFORM`` (``1-gpu-b200``, ``4-gpu-h100``, ``1-gpu-xpu``, ``1-gpu-musa``),
+``N-npu``; a ``-nightly`` suite is not run by default; any other name is not mapped (``platforms_of``).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from pathlib import Path
+
+from ..errors import DiffperfError
+from ..platforms import canonical_platform
 
 RUN_SUITE = "run_suite.py"
 # Test files of a platform folder that no runner lists (0.5.12's ascend/): test_server_1_npu.py -> suite 1-npu,
 # the name later releases give the same file's suite.
 FILE_SUITE_NAME = re.compile(r"^test_server_(\d+)_(npu|musa)\.py$")
 FIXTURE_FUNCTIONS = frozenset({"diffusion_case_fixture"})
+SUITE_NAME = re.compile(r"^\d+-(?P<device>gpu|npu)(?:-(?P<platform>.+?))?(?P<nightly>-nightly)?$")
+GENERIC_GPU = ("h100", "rocm", "cpu")  # where a plain N-gpu suite runs (the CPU reference server stands for h100)
+AS_PLATFORM = {"cpu": "h100"}  # the platform whose suites another one runs
+
+
+@dataclass(frozen=True)
+class SuitePlatforms:
+    """The platforms whose CI runs a suite (empty: its name maps to none), and whether only nightly."""
+
+    platforms: tuple[str, ...]
+    nightly: bool = False
+
+
+def platforms_of(name: str) -> SuitePlatforms:
+    """Where SGLang's CI runs suite ``name``, from its name (``1-gpu``, ``4-gpu-h100``, ``1-gpu-musa-nightly``)."""
+    match = SUITE_NAME.match(name)
+    if match is None:
+        return SuitePlatforms(())
+    nightly = bool(match["nightly"])
+    if match["device"] == "npu":
+        return SuitePlatforms(("npu",) if match["platform"] is None else (), nightly)
+    if match["platform"] is None:
+        return SuitePlatforms(GENERIC_GPU, nightly)
+    try:
+        platform = canonical_platform(match["platform"])
+    except DiffperfError:
+        return SuitePlatforms(())
+    return SuitePlatforms((platform, *(p for p, same in AS_PLATFORM.items() if same == platform)), nightly)
+
+
+def default_suites(hardware: str, names: list[str]) -> list[str]:
+    """Of ``names`` (a release's suites), those SGLang's CI runs on ``hardware`` by default."""
+    found = [(n, platforms_of(n)) for n in names]
+    return [n for n, where in found if hardware in where.platforms and not where.nightly]
 
 
 def list_names_by_suite(test_dir: Path) -> dict[str, list[str]]:

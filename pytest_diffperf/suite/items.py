@@ -24,7 +24,7 @@ from ..results.noisy import judge_noisy, pooled
 from ..results.verdict import (
     E2E_AND_LOAD,
     ScenarioFailure,
-    judge_limits,
+    judge_requests,
     judged_values,
     measurement_of,
     missing_baseline_message,
@@ -227,13 +227,16 @@ class ScenarioItem(pytest.Item):
         assert self.baseline is not None
         assert session.rules is not None
         rules = session.rules if self.case.run_perf_check else replace(session.rules, kinds=E2E_AND_LOAD)
+        rules = replace(rules, required=frozenset(self.case.required_baselines))
         started = time.monotonic() - measure_s
         noisy = session.static_policy if self.case.perf_repeat_requests >= 2 else None
+        how = self.case.judged_requests
 
         def judge(attempts: Sequence[Attempt]) -> tuple[ScenarioResult, bool]:
             assert self.baseline is not None
             if noisy is None:  # SGLang's rule: the latest measurement alone
-                return judge_limits(self.name, self.baseline, attempts[-1].measurement, rules), False
+                measured = attempts[-1].measurement
+                return judge_requests(self.name, self.baseline, measured, rules, how), False
             measurements = [a.measurement for a in attempts]
             judged = judge_noisy(self.name, self.baseline, measurements, rules, noisy, time.monotonic() - started)
             return judged.result, judged.remeasure

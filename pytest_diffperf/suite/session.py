@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from .._util.tempdirs import sweep
 from ..cases import Case
@@ -28,6 +29,7 @@ from ..serving.deviceusage import probe_for
 from ..serving.interference import BusyPolicy, Watch, run_root
 from ..serving.launchers import Launcher, ServerSpec, get_launcher, group_key
 from ..serving.pool import ServerPool
+from ..sglang.semantics import newer_than_known
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, plan_shards, which_shard
 from ..verdicts.static import StaticPolicy
@@ -159,7 +161,9 @@ class DiffperfSession:
         return Unmatched(
             no_case=[s for s in scenario_ids if s not in self.cases and s not in self.not_expressible],
             no_scenario=[s for s in scenario_ids if s in self.cases and s not in self.baselines.scenarios],
+            unjudged=[s for s in scenario_ids if s in self.cases and not fails_without_scenario(self.cases[s])],
             not_expressible={s: self.not_expressible[s] for s in scenario_ids if s in self.not_expressible},
+            other_suites=self.scenarios.other_suites,
         )
 
     def start_share(self, scenario_id: str, ready_s: float | None) -> float:
@@ -188,11 +192,7 @@ class DiffperfSession:
             "baselines": [str(p) for p in self.judged_files()],
             "cases": str(self.settings.diffperf_cases) if self.settings.diffperf_cases else None,
             "suites": ",".join(self.case_source["suites"]) if self.case_source else None,
-            "sglang_release": (
-                f"{self.case_source['release']} ({self.case_source['release_from']})"
-                if self.case_source and "release" in self.case_source
-                else None
-            ),
+            "sglang_release": sglang_release(self.case_source),
             "launcher": self.launcher.name,
             "inconclusive": self.inconclusive,
             "shard": f"{self.shard.number}/{self.shard.of}" if self.shard else None,
@@ -225,6 +225,7 @@ class DiffperfSession:
                 + f" as on {source['hardware']} (loaded with {source['loaded_with']}): {len(self.cases)} case(s), "
                 f"{len(self.not_expressible)} not expressible yet"
             )
+            lines += [f"diffperf: warning: {warning}" for warning in source.get("warnings", [])]
             lines += [f"diffperf: note: {note}" for note in source.get("notes", [])]
         missing = self.launcher.missing_program() if self.ab is None else None  # A/B sides name their own builds
         if missing:
@@ -257,6 +258,9 @@ class DiffperfSession:
             self.ab.close()
 
 
+OTHER_SUITES_SHOWN = 5  # ids of other suites' scenarios named in the line (a narrowed --diffperf-suites has many)
+
+
 @dataclass(frozen=True)
 class Unmatched:
     """Scenarios and cases that do not meet: each kind in run order."""
@@ -264,23 +268,54 @@ class Unmatched:
     no_case: list[str]  # a baseline scenario without a case: fails, naming the case to add
     no_scenario: list[str]  # a case without a baseline scenario: fails, printing the baseline to add
     not_expressible: dict[str, str]  # an SGLang case the plugin cannot express yet: skipped, with the reason
+    other_suites: dict[str, list[str]] = field(default_factory=dict)  # a scenario of an unread suite's case: not run
+    unjudged: list[str] = field(default_factory=list)  # cases judged on nothing (SGLang <0.5.21, no perf check)
 
     def lines(self) -> list[str]:
         """The report's lines ('diffperf: ...'); none when everything meets."""
         lines = []
+        if self.other_suites:
+            suites = sorted({s for names in self.other_suites.values() for s in names})
+            ids = list(self.other_suites)
+            shown = ", ".join(ids[:OTHER_SUITES_SHOWN]) + (", ..." if len(ids) > OTHER_SUITES_SHOWN else "")
+            lines.append(
+                f"diffperf: {len(ids)} scenario(s) of the baseline file are SGLang's cases of other suites "
+                f"({', '.join(suites)}), not run here: {shown}"
+            )
         if self.no_case:
             lines.append(
                 f"diffperf: {len(self.no_case)} scenario(s) without a case (they fail): {', '.join(self.no_case)}"
             )
-        if self.no_scenario:
+        failing = [s for s in self.no_scenario if s not in self.unjudged]
+        if failing:
             lines.append(
-                f"diffperf: {len(self.no_scenario)} case(s) without a baseline scenario (they fail, printing the "
-                f"baseline to add; pytest --regen-baselines -k ID writes it): {', '.join(self.no_scenario)}"
+                f"diffperf: {len(failing)} case(s) without a baseline scenario (they fail, printing the "
+                f"baseline to add; pytest --regen-baselines -k ID writes it): {', '.join(failing)}"
+            )
+        unjudged = [s for s in self.no_scenario if s in self.unjudged]
+        if unjudged:
+            lines.append(
+                f"diffperf: {len(unjudged)} case(s) without a baseline scenario, not judged (run_perf_check false, "
+                f"as their SGLang release leaves them): {', '.join(unjudged)}"
             )
         if self.not_expressible:
             lines.append(f"diffperf: {len(self.not_expressible)} case(s) of SGLang's the plugin cannot run (skipped):")
             lines += [f"diffperf:   {sid}: {reason}" for sid, reason in self.not_expressible.items()]
         return lines
+
+
+def sglang_release(source: dict[str, Any] | None) -> str | None:
+    """The header's SGLang release: the number, where it was read, and whether the plugin's rules know it."""
+    if not source or "release" not in source:
+        return None
+    newer = newer_than_known(Version(source["release"]))
+    return f"{source['release']} ({source['release_from']})" + (f"; {newer}" if newer else "")
+
+
+def fails_without_scenario(case: Case) -> bool:
+    """Whether a case without a baseline scenario fails: not one whose SGLang release judges nothing with
+    run_perf_check false (before 0.5.21)."""
+    return case.run_perf_check or case.judged_without_perf_check != "nothing"
 
 
 def judge_rules(baselines: BaselineSet, settings: Settings) -> JudgeRules | None:

@@ -86,12 +86,17 @@ def test_suites_choose_the_lists_read(pytester):
     result.stdout.fnmatch_lines(
         [
             "diffperf: suites=4-gpu-h100",
-            "diffperf: 84 scenario(s) without a case (they fail): *",
-            "*87 tests collected*",
+            "diffperf: 82 scenario(s) of the baseline file are SGLang's cases of other suites (1-gpu, 1-gpu-5090, "
+            "1-gpu-xpu, 2-gpu), not run here: sana_wm_ti2v, sana_video_2b_t2v, pi05_action_http, flux3_action_http, "
+            "qwen_image_t2i, ...",
+            "diffperf: 2 scenario(s) without a case (they fail): ideogram4_fp8_t2i, flux2_modelopt_fp8_t2i",
+            "*5 tests collected*",
         ]
     )
     both = pytester.runpytest(*h100_args(), "--diffperf-suites= 1-gpu , 4-gpu-h100", "--co", "-q")
-    both.stdout.fnmatch_lines(["diffperf: * scenario(s) without a case (they fail): *qwen_image_t2i_2_gpus*"])
+    both.stdout.fnmatch_lines(
+        ["diffperf: * scenario(s) of the baseline file are SGLang's cases of other suites (*2-gpu*"]
+    )
     assert "without a baseline scenario" in both.stdout.str()
 
 
@@ -199,3 +204,82 @@ def test_a_bad_semantics_release_is_a_one_line_error(pytester, extra, message):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: diffperf: --diffperf-sglang-semantics: {message}"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_next_release_s_new_model_is_listed_with_its_reason_and_the_shown_fix_runs_it(pytester, monkeypatch):
+    """0.5.23 relabelled 0.5.24 with a case of a model no table knows, whose fields do not decide it."""
+    tree = pytester.path / "src"
+    shutil.copytree(SRC / "sglang", tree / "sglang")
+    (tree / "sglang" / "version.py").write_text('__version__ = "0.5.24"\n')
+    gpu_cases = tree / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py"
+    gpu_cases.write_text(
+        gpu_cases.read_text()
+        + "\nONE_GPU_CASES.append(DiffusionTestCase('newimg', DiffusionServerArgs(model_path='acme/New'), "
+        "T2I_sampling_params))\n"
+    )
+    result = pytester.runpytest(*h100_args(str(tree)), "--co", "-q")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: 8 case(s) of SGLang's the plugin cannot run (skipped):",
+            "diffperf:   newimg: no task type is known for model 'acme/New' and its cases do not decide it *",
+        ]
+    )
+    assert len(collected(result)) == 88  # 0.5.23's 87, and the new case (no baseline scenario: it would fail)
+    table = pytester.path / "types.json"
+    table.write_text('{"models": {"acme/New": "T2V"}}')  # as the reason shows it
+    monkeypatch.setenv("DIFFPERF_SGLANG_TASK_TYPES", str(table))
+    result = pytester.runpytest(*h100_args(str(tree)), "--co", "-q")
+    result.stdout.fnmatch_lines(["diffperf: 7 case(s) of SGLang's the plugin cannot run (skipped):"])
+    result.stdout.fnmatch_lines(["diffperf: 4 case(s) without a baseline scenario *newimg*"])
+
+
+def test_a_baseline_file_shared_with_b200_does_not_fail_its_b200_scenarios_on_h100(pytester):
+    """0.5.10, 0.5.13 and 0.5.14 keep every platform's scenarios in one file: a B200 case's is not an H100 one."""
+    shared = json.loads(H100_BASELINES.read_text())
+    b200 = "flux1_modelopt_nvfp4_t2i"  # a case of 1-gpu-b200 only
+    shared["scenarios"][b200] = shared["scenarios"]["qwen_image_t2i"]
+    folder = pytester.path / "perf_baselines"
+    folder.mkdir()
+    (folder / "h100.json").write_text(json.dumps(shared))
+    args = [a if not a.startswith("--diffperf-baselines=") else f"--diffperf-baselines={folder}" for a in h100_args()]
+    result = pytester.runpytest(*args, "--co", "-q")
+    assert result.ret == 0
+    assert b200 not in collected(result)
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: 1 scenario(s) of the baseline file are SGLang's cases of other suites (1-gpu-b200), not run "
+            f"here: {b200}",
+            "diffperf: 2 scenario(s) without a case (they fail): ideogram4_fp8_t2i, flux2_modelopt_fp8_t2i",
+        ]
+    )
+
+
+def test_before_0_5_21_a_case_off_perf_check_without_a_scenario_is_said_not_judged(pytester):
+    """0.5.17 judges nothing of a case with run_perf_check false: without a scenario it does not fail either."""
+    src = VENDORED.parent / "v0.5.17" / "src"
+    baselines = src / "sglang" / "multimodal_gen" / "test" / "server" / "perf_baselines"
+    args = ["--diffperf=pr_test", f"--diffperf-baselines={baselines}", "--diffperf-hardware=h100"]
+    result = pytester.runpytest(*args, "--diffperf-server=sglang", f"--diffperf-cases={src}", "--co", "-q")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "diffperf: 5 case(s) without a baseline scenario, not judged (run_perf_check false, as their SGLang "
+            "release leaves them): sana_wm_ti2v, flux2_modelopt_fp8_tp2_t2i, *",
+        ]
+    )
+    assert "without a baseline scenario (they fail" not in result.stdout.str()  # every one of them is off perf check
+
+
+def test_a_case_group_of_the_wrong_type_is_one_usage_error_naming_file_and_key(pytester):
+    tree = pytester.path / "src"
+    shutil.copytree(SRC / "sglang", tree / "sglang")
+    gpu_cases = tree / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py"
+    gpu_cases.write_text(gpu_cases.read_text() + "\nPARAMETRIZED_CASE_GROUPS['2-gpu'] = [('f.py', 'TWO_GPU_CASES')]\n")
+    result = pytester.runpytest(*h100_args(str(tree)), "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    key = "PARAMETRIZED_CASE_GROUPS['2-gpu'][0]"
+    assert f"ERROR: diffperf: {gpu_cases}: {key}: expected a (test file, list of DiffusionTestCase) pair" in (
+        result.stderr.str()
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.skipif(not available(), reason="the vendored SGLang fil
 
 # Each platform's scenario count: its baseline file's (NPU/MUSA: their fragment's) plus its cases without one.
 # Before the one scenario set, a relative path counted 110 on h100 and none on npu.
-COUNTS = {"h100": 87, "b200": 5, "5090": 7, "xpu_b60": 6, "rocm": 84, "npu": 13, "musa": 10}
+# Scenarios of each platform's run; not among them: those whose cases are in suites the platform does not run
+# (5090.json's lingbot_video_moe_t2v of 1-gpu, xpu_b60.json's fsdp-inference of 2-gpu, MUSA's 6 nightly ones).
+COUNTS = {"h100": 87, "b200": 5, "5090": 6, "xpu_b60": 5, "rocm": 84, "npu": 13, "musa": 4}
 SHARDS = 3
 
 

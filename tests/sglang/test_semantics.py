@@ -104,3 +104,23 @@ def test_rows_the_plugin_does_not_apply_say_why():
     kept = {row.name: row.not_applied for row in semantics.TABLE if row.not_applied}
     assert set(kept) == {"strict_ports", "model_type_flag"}
     assert "--strict-ports" in command(cases("0.5.12", override="0.5.9")["qwen_image_t2i"])
+
+
+def test_repeated_requests_are_judged_each_from_0_5_20_and_the_last_in_0_5_19():
+    repeated = {cid for cid, c in cases("0.5.23").items() if c.perf_repeat_requests > 1}
+    assert len(repeated) == 3  # 0.5.23's H100 cases with perf_repeat_requests: 2
+    assert {cases("0.5.23")[cid].judged_requests for cid in repeated} == {"each"}
+    assert {cases("0.5.23", override="0.5.19")[cid].judged_requests for cid in repeated} == {"last"}
+    assert {c.judged_requests for c in cases("0.5.23").values() if c.perf_repeat_requests == 1} == {"all"}
+
+
+def test_required_baselines_e2e_and_load_from_0_5_21_vram_from_0_5_19_for_perf_checked_cases():
+    by_release = {r: cases("0.5.23", override=r) for r in ("0.5.23", "0.5.20", "0.5.18")}
+    checked = next(cid for cid, c in by_release["0.5.23"].items() if c.run_perf_check)
+    unchecked = next(cid for cid, c in by_release["0.5.23"].items() if not c.run_perf_check)
+    vram = ["load_peak_vram_mb", "runtime_peak_vram_mb"]
+    e2e_load = ["expected_e2e_ms", "expected_load_ms"]
+    assert by_release["0.5.23"][checked].required_baselines == [*e2e_load, *vram]
+    assert by_release["0.5.23"][unchecked].required_baselines == e2e_load  # validate_e2e/_load run for every case
+    assert by_release["0.5.20"][checked].required_baselines == vram
+    assert by_release["0.5.18"][checked].required_baselines == []
