@@ -8,8 +8,8 @@ platforms' inputs are it with its header and provenance rewritten.
 from __future__ import annotations
 
 import copy
-import os
 import json
+import os
 import shutil
 import statistics
 from pathlib import Path
@@ -398,4 +398,7 @@ def test_a_fifo_in_a_results_folder_is_refused_without_waiting(tmp_path, capsys,
     os.mkfifo(folder / "stuck.json")
     assert main(["accept", str(folder), f"--baselines={bundled}"]) == 2
     err = capsys.readouterr().err
-    assert err.strip() == f"diffperf accept: error: {folder / 'stuck.json'}: expected a JSON file, got a FIFO, socket or device"
+    assert (
+        err.strip()
+        == f"diffperf accept: error: {folder / 'stuck.json'}: expected a JSON file, got a FIFO, socket or device"
+    )
