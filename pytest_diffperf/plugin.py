@@ -61,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .suite.session import DiffperfSession
     from .suite.termination import register as handle_sigterm
 
+    handle_sigterm(config)  # before the session: building a git= side (checkout, pip install) is interruptible
     try:
         session = DiffperfSession.from_config(config)
         if regen:
@@ -74,7 +75,6 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"diffperf: {exc}" + (f"\ndiffperf: note: {note}" if note else "")) from None
     config.stash[SESSION_KEY] = session
     configure_xdist(config, session)
-    handle_sigterm(config)
     from .suite.items import collection_args
 
     config.args = collection_args(config, session)

@@ -99,7 +99,10 @@ def add_worktree(repo: Path, folder: Path, commit: str) -> None:
 
 
 def remove_worktree(repo: Path, folder: Path) -> None:
-    """Remove a worktree and its entry (also when its folder is gone already)."""
+    """Remove a worktree and its entry (also when its folder is gone already, or an interrupted ``add`` left it
+    locked "initializing": ``git worktree prune`` never removes a locked entry)."""
+    with contextlib.suppress(GitError):
+        git(repo, "worktree", "unlock", str(folder))
     with contextlib.suppress(GitError):
         git(repo, "worktree", "remove", "--force", "--force", str(folder))
     with contextlib.suppress(GitError):
