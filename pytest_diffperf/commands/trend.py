@@ -47,6 +47,12 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         raise DiffperfError("no results file (*.json) in the folder", source=args.folder)
     found = history.series(runs, args.metric, alpha=args.alpha, min_size=args.min_size, min_change=args.min_change)
+    if found and not any(s.present for s in found):  # a stage no run measured: empty series are no trend
+        raise DiffperfError(
+            f"no run of the history has {args.metric} for any scenario"
+            + (f" (stages measured: {', '.join(stages)})" if (stages := history.stages(runs)) else ""),
+            source="--metric",
+        )
     if args.scenarios:
         known = {s.scenario for s in found}
         missing = [name for name in args.scenarios if name not in known]

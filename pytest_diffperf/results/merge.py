@@ -34,7 +34,7 @@ MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
 def read_results(path: Path) -> dict[str, Any]:
     """A results file, checked for what merging relies on."""
     doc = read_json_object(path)
-    if doc.get("version") not in READABLE_VERSIONS:
+    if type(doc.get("version")) is not int or doc["version"] not in READABLE_VERSIONS:  # 3.0 or true is no version
         versions = " to ".join(map(str, (READABLE_VERSIONS[0], RESULTS_VERSION)))
         raise DiffperfError(
             f"not a diffperf results file of version {versions} (found version {doc.get('version')!r}); "
