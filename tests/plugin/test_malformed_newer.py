@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.plugin.test_malformed_inputs import (
+    PYTEST_ARGS,
     Bad,
     D,
     P,
@@ -377,3 +378,20 @@ def test_a_fifo_where_a_json_file_belongs_is_refused_at_once(bad: Bad, pytester:
     before = snapshot(pytester.path)
     code, out = run_in_process(bad, pytester.path, pytester)
     check(bad, Ran(code, out, before, snapshot(pytester.path)))
+
+
+def test_typed_values_of_a_native_toml_table_are_read_as_their_type(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """pytest reads a ``[tool.pytest]`` table's values as typed (pytest 10 requires it): each key declares its
+    type, so numbers and booleans there are taken, with pytest's warnings as errors."""
+    bad = D("control", "unused", expect=())
+    materialize_all(pytester.path, bad)
+    (pytester.path / "pyproject.toml").write_text(
+        "[tool.pytest]\ndiffperf_progress_every = 30\ndiffperf_ab_request_pairs = 5\ndiffperf_log_tail = 0\n"
+        "diffperf_startup_timeout = 600.5\nregen_force = false\ndiffperf_json = 'out.json'\n"
+    )
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # the plugin by its module, as the corpus loads it
+    result = pytester.runpytest("-p", "pytest_diffperf.plugin", "-W", "error::DeprecationWarning", *PYTEST_ARGS)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert "baselines.json::tiny" in result.stdout.str()
