@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .._util.text import format_table
+from .._util.values import BadValue, argtype, count, fraction_below_one
 from ..errors import DiffperfError
 from ..results import history
 from ..results.tables import num, pct
@@ -29,17 +30,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--metric", default="e2e_ms", help="e2e_ms (default), load_ms, avg_step_ms, median_step_ms or stage:NAME"
     )
-    parser.add_argument("--alpha", type=float, default=ALPHA, help=f"significance of a step (default: {ALPHA})")
     parser.add_argument(
-        "--min-size", type=int, default=MIN_SIZE, help=f"runs on each side of a step (default: {MIN_SIZE})"
+        "--alpha", type=argtype(_alpha), default=ALPHA, help=f"significance of a step (default: {ALPHA})"
     )
     parser.add_argument(
-        "--min-change", type=float, default=MIN_CHANGE, help=f"smallest step, as a fraction (default: {MIN_CHANGE})"
+        "--min-size", type=argtype(count), default=MIN_SIZE, help=f"runs on each side of a step (default: {MIN_SIZE})"
+    )
+    parser.add_argument(
+        "--min-change",
+        type=argtype(fraction_below_one),
+        default=MIN_CHANGE,
+        help=f"smallest step, as a fraction (default: {MIN_CHANGE})",
     )
     parser.add_argument("--series", action="store_true", help="print every value of each series too")
     parser.add_argument("--fail-on-step", action="store_true", help="exit 1 when a scenario's last step is a slowdown")
     parser.add_argument("--json", action="store_true", help="print the series and change points as JSON")
     parser.set_defaults(func=run)
+
+
+def _alpha(text: str) -> float:
+    """``--alpha``: a significance level in (0, 1)."""
+    value = fraction_below_one(text)
+    if value <= 0:
+        raise BadValue(f"expected a significance level in (0, 1) such as 0.01, got {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -71,6 +71,13 @@ class GitCheckouts:
             raise DiffperfError(f"revision {src.rev!r} does not exist in {repo}{hint}", source=source, key="git")
         if src.subdir and not git.has_path(repo, commit, src.subdir):
             raise DiffperfError(f"commit {commit[:12]} of {repo} has no {src.subdir!r}", source=source, key="git")
+        if src.subdir and src.install is None and not git.modules(repo, commit, src.subdir):
+            raise DiffperfError(
+                f"{src.subdir!r} of commit {commit[:12]} holds no Python module or package: its server would import "
+                "the installed one, not this commit's; name the folder that holds the server's package",
+                source=source,
+                key="git",
+            )
         gitless = replace(spec, git=None)
         if src.install is not None:
             python = self._venv(repo, commit, src, source)

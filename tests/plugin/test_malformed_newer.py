@@ -304,6 +304,13 @@ CASES += [
     D("i40-accept-start-share-negative", *ACCEPT, expect=(RUN, "scenarios.0.measurement.start_share_s"),
       raw={RUN: with_value(run_doc(), ("scenarios", 0, "measurement", "start_share_s"), "-1")}),
     D("i40-trend-no-such-stage", *TREND, "--metric=stage:NoSuchStage", expect=("--metric", "stage:NoSuchStage", "DenoisingStage")),
+    D("i40-trend-alpha-nan", *TREND, "--alpha=nan", expect=("--alpha", "'nan'")),
+    D("i40-trend-alpha-zero", *TREND, "--alpha=0", expect=("--alpha", "'0'")),
+    D("i40-trend-alpha-one", *TREND, "--alpha=1", expect=("--alpha", "'1'")),
+    D("i40-trend-min-size-zero", *TREND, "--min-size=0", expect=("--min-size", "'0'")),
+    D("i40-trend-min-size-text", *TREND, "--min-size=two", expect=("--min-size", "'two'")),
+    D("i40-trend-min-change-negative", *TREND, "--min-change=-0.1", expect=("--min-change", "'-0.1'")),
+    D("i40-trend-min-change-inf", *TREND, "--min-change=inf", expect=("--min-change", "'inf'")),
 ]  # fmt: skip
 
 

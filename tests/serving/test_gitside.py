@@ -24,6 +24,8 @@ def repo(tmp_path):
     (repo / "python" / "sidemod.py").write_text("WHICH = 'first'\n")
     commit(repo, "first")
     (repo / "python" / "sidemod.py").write_text("WHICH = 'second'\n")
+    (repo / "notes").mkdir()
+    (repo / "notes" / "README.md").write_text("no code here\n")
     commit(repo, "second")
     return repo
 
@@ -100,6 +102,7 @@ def test_a_kept_checkout_is_reused_when_clean_and_refused_with_changes(repo, tmp
     [
         ("git=nope", "revision 'nope' does not exist in {repo} (fetch it first, e.g. git fetch origin main)", "git"),
         ("git=HEAD:docs", "commit {head} of {repo} has no 'docs'", "git"),
+        ("git=HEAD:notes", "'notes' of commit {head} holds no Python module or package: its server would", "git"),
         ("git=HEAD; repo=missing", "'missing' is not a folder", "repo"),
     ],
 )
