@@ -22,6 +22,8 @@ def check_writable(path: Path, source: str, reads: Inputs = ()) -> None:
         raise DiffperfError(f"{path} is a folder; expected a file path", source=source)
     check_not_read(path, source, reads)
     if path.exists():
+        if not path.is_file():  # a device, FIFO or socket: the file is replaced whole, never written into one
+            raise DiffperfError(f"{path} is a device, FIFO or socket; expected a file path", source=source)
         if not os.access(path, os.W_OK):
             raise DiffperfError(f"cannot write {path}: permission denied", source=source)
         return
