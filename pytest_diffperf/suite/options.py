@@ -422,7 +422,7 @@ def option_path(config: pytest.Config, dest: str, *, early: bool = False) -> Pat
     """A path option's value as ``read_settings`` resolves it (None if unset)."""
     opt = next(opt for opt in OPTIONS if opt.dest == dest)
     raw, base, _ = _raw(config, opt, early=early)
-    return None if raw is None else (base / str(raw)).resolve()
+    return None if raw is None else _resolved(base / str(raw))
 
 
 def _raw(config: pytest.Config, opt: Option, *, early: bool = False) -> tuple[object, Path, str]:
@@ -455,9 +455,17 @@ def _text(raw: object) -> str:
     return str(raw)
 
 
+def _resolved(path: Path) -> Path:
+    """``path`` with its symlinks resolved; a symlink loop stays as given (its reader names the file)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # Python < 3.13 raises RuntimeError for a loop
+        return Path(os.path.abspath(path))
+
+
 def _parse(opt: Option, text: str, base: Path, source: str) -> object:
     if opt.is_path and text not in opt.words:
-        text = str((base / text).resolve())
+        text = str(_resolved(base / text))
     try:
         return opt.parse(text)
     except BadValue as exc:

@@ -57,6 +57,7 @@ ROW_FIGURES = [
     ("memory", ("memory_mb", "runtime_peak", "peak_host_anon_mb"), "memory_mb.runtime_peak.peak_host_anon_mb"),
 ]
 MARK = "__diffperf_corpus_value__"
+LOOP = {"baselines.json": "loop.json", "loop.json": "baselines.json"}  # two links naming each other
 OUTSIDE = "{parent}/outside/baselines.json"  # an absolute path out of the run's folder (materialize_all makes it)
 
 
@@ -313,6 +314,10 @@ CASES += [
     P("i40-shard-zero", "--diffperf-shard=0/2", expect=("--diffperf-shard", "0/2")),
     P("i40-ab-max-requests-1", "--diffperf-base=current", "--diffperf-ab-max-requests=1",
       expect=("--diffperf-ab-max-requests", "expected at least 16 requests", "got 1")),
+    P("i40-baseline-symlink-loop", expect=("baselines.json", "loop of them"), raw={"loop.json": ""}, links=LOOP),
+    D("i40-show-symlink-loop", "show", "baselines.json", expect=("baselines.json", "loop of them"), raw={"loop.json": ""}, links=LOOP),
+    D("i40-merge-symlink-loop", "merge", "loop.json", "-o", "out.json", expect=("loop.json", "symbolic links"), raw={"loop.json": ""}, links=LOOP),
+    D("i40-accept-baselines-symlink-loop", "accept", RUN, "--baselines=loop.json", expect=("loop.json",), raw={"loop.json": ""}, links=LOOP),
     D("i40-trend-alpha-nan", *TREND, "--alpha=nan", expect=("--alpha", "'nan'")),
     D("i40-trend-alpha-zero", *TREND, "--alpha=0", expect=("--alpha", "'0'")),
     D("i40-trend-alpha-one", *TREND, "--alpha=1", expect=("--alpha", "'1'")),

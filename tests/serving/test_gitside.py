@@ -114,6 +114,17 @@ def test_errors(repo, text, message, key):
     assert worktrees(repo) == []
 
 
+@pytest.mark.parametrize("install", ["", "; install"])
+def test_a_cache_that_is_a_file_is_one_error_naming_the_key(repo, tmp_path, install):
+    cache = tmp_path / "cache.txt"
+    cache.write_text("not a folder\n")
+    with pytest.raises(DiffperfError) as info:
+        build(GitCheckouts(repo), f"git=HEAD:python; cache={cache}{install}")
+    assert (info.value.source, info.value.key) == (SOURCE, "cache")
+    assert f"cannot keep checkouts and venvs in {cache}" in str(info.value)
+    assert worktrees(repo) == [] and cache.read_text() == "not a folder\n"
+
+
 def test_outside_a_repository_and_in_a_shallow_clone(repo, tmp_path):
     with pytest.raises(DiffperfError, match=r"is not in a git repository: git=REV needs one \(the folder the tests"):
         build(GitCheckouts(tmp_path), "git=HEAD")
