@@ -350,7 +350,7 @@ def test_the_table_adds_200_inputs_through_every_newer_entry_point():
     assert len(CASES) >= 200
     assert len({bad.id for bad in CASES}) == len(CASES)
     commands = {bad.args[0] for bad in CASES if bad.entry == "diffperf"}
-    assert commands == {"accept", "merge", "trend", "lint"}
+    assert commands == {"accept", "merge", "trend", "lint", "show"}
     assert {bad.entry for bad in CASES} == {"pytest", "diffperf"}
 
 
