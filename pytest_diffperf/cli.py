@@ -4,7 +4,8 @@ A subcommand's module is its name with ``-`` as ``_``. Its ``register`` adds its
 ``func`` (taking the parsed args, returning the exit code). A subcommand's options may come
 before, between or after its positionals (``diffperf show DIR --hardware h100 SCENARIO``: argparse's
 intermixed parsing). User errors (``DiffperfError``) print one line on stderr and exit 2; a closed
-output pipe (``diffperf show ... | head``) ends the command quietly.
+output pipe (``diffperf show ... | head``) ends the command quietly; Ctrl-C and SIGTERM end it after its
+cleanup with one line (exit 130 and 143).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
+from types import FrameType
 
 from . import __version__
 from .errors import DiffperfError
@@ -68,8 +72,21 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a cancelled CI job), raised as an interrupt: every ``finally`` and child cleanup runs as on Ctrl-C."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(list(sys.argv[1:] if argv is None else argv))
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if in_main else None
+    if in_main and previous == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not at exit
@@ -77,11 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     except DiffperfError as exc:
         print(f"diffperf {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:  # the command's own cleanup (finally blocks, children stopped) has run
+        how = ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted (Ctrl-C)", 130)
+        print(f"diffperf {args.command}: {how[0]}; stopped, nothing left running", file=sys.stderr)
+        return how[1]
     except BrokenPipeError:
         # The reader went away (``| head``): send what is still buffered nowhere, as Python's docs advise.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    finally:
+        if in_main and signal.getsignal(signal.SIGTERM) == _terminate:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 if __name__ == "__main__":

@@ -147,7 +147,14 @@ def locate(
     if path.is_file():
         return Located(path)
     if not path.is_dir():
-        raise DiffperfError("file not found", source=str(path))
+        what = (
+            "expected a JSON file, got a FIFO, socket or device"
+            if path.exists()
+            else "a broken symlink, or a loop of them"
+            if path.is_symlink()
+            else "file not found"
+        )
+        raise DiffperfError(what, source=str(path))
     available = tuple(sorted(p.stem for p in path.glob("*.json")))
     if hardware is None:
         raise DiffperfError(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from .errors import DiffperfError
-from .suite.options import active, add_options, ground_truth_requested, requested
+from .suite.options import active, add_options, ground_truth_requested, ini_value, requested
 from .suite.stash import SESSION_KEY, get_session
 
 
@@ -33,7 +33,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
-    if config.getoption("diffperf") or config.getini("diffperf"):
+    if config.getoption("diffperf") or ini_value(config, "diffperf"):
         from .suite.scheduling import default_loadgroup
 
         default_loadgroup(config)  # before xdist reads --dist
@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "diffperf: --diffperf: expected a tolerance profile (pr_test, long_term, ...), got nothing"
         )
     regen = requested(config)
-    if not (config.getoption("diffperf") or config.getini("diffperf") or regen or ground_truth_requested(config)):
+    if not (config.getoption("diffperf") or ini_value(config, "diffperf") or regen or ground_truth_requested(config)):
         if config.getoption("diffperf_dry_run"):
             raise pytest.UsageError(
                 "diffperf: --diffperf-dry-run: plans a run's scenarios: pass --diffperf PROFILE too"
@@ -61,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .suite.session import DiffperfSession
     from .suite.termination import register as handle_sigterm
 
+    handle_sigterm(config)  # before the session: building a git= side (checkout, pip install) is interruptible
     try:
         session = DiffperfSession.from_config(config)
         if regen:
@@ -74,7 +75,6 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"diffperf: {exc}" + (f"\ndiffperf: note: {note}" if note else "")) from None
     config.stash[SESSION_KEY] = session
     configure_xdist(config, session)
-    handle_sigterm(config)
     from .suite.items import collection_args
 
     config.args = collection_args(config, session)

@@ -81,6 +81,19 @@ def has_path(repo: Path, commit: str, path: str) -> bool:
     return True
 
 
+def modules(repo: Path, commit: str, folder: str) -> list[str]:
+    """The Python modules and packages (``*.py``, folders with ``__init__.py``) at the top of ``folder`` (``""``:
+    the root) in ``commit``: what a ``PYTHONPATH`` of it can import."""
+    prefix = f"{folder}/" if folder else ""
+    out = git(repo, "ls-tree", "-r", "--name-only", commit, "--", folder or ".", timeout=30)
+    found = set()
+    for path in out.splitlines():
+        parts = path[len(prefix) :].split("/") if path.startswith(prefix) else []
+        if (len(parts) == 1 and parts[0].endswith(".py")) or (len(parts) == 2 and parts[1] == "__init__.py"):
+            found.add(parts[0].removesuffix(".py"))
+    return sorted(found)
+
+
 def changes(folder: Path) -> list[str]:
     """``git status --porcelain`` of a checkout's tracked files: what differs from its commit (a build's new
     files, results files and the like are not changes)."""
@@ -99,7 +112,10 @@ def add_worktree(repo: Path, folder: Path, commit: str) -> None:
 
 
 def remove_worktree(repo: Path, folder: Path) -> None:
-    """Remove a worktree and its entry (also when its folder is gone already)."""
+    """Remove a worktree and its entry (also when its folder is gone already, or an interrupted ``add`` left it
+    locked "initializing": ``git worktree prune`` never removes a locked entry)."""
+    with contextlib.suppress(GitError):
+        git(repo, "worktree", "unlock", str(folder))
     with contextlib.suppress(GitError):
         git(repo, "worktree", "remove", "--force", "--force", str(folder))
     with contextlib.suppress(GitError):

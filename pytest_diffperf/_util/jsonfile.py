@@ -6,6 +6,7 @@ Every problem becomes one ``DiffperfError`` naming the file, the JSON path and w
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +21,27 @@ STRICT = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
 
 def parse_json(path: Path) -> tuple[Any, list[str]]:
     """Parse a JSON file; return the data and the JSON paths of duplicated object keys."""
+    try:
+        kind = path.stat().st_mode
+    except FileNotFoundError:
+        raise DiffperfError("file not found", source=str(path)) from None
+    except OSError as exc:  # a symlink loop, a name too long, a folder that cannot be searched
+        raise DiffperfError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    if stat.S_ISDIR(kind):
+        raise DiffperfError("expected a JSON file, got a folder", source=str(path))
+    if not stat.S_ISREG(kind):  # a FIFO or a device: reading it would wait for a writer, or forever
+        raise DiffperfError("expected a JSON file, got a FIFO, socket or device", source=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DiffperfError("file not found", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DiffperfError(f"cannot read: {exc}", source=str(path)) from None
+    return parse_json_text(text, path)
+
+
+def parse_json_text(text: str, path: Path) -> tuple[Any, list[str]]:
+    """``parse_json`` of text already read (``path`` names it in errors)."""
     dups: dict[int, list[str]] = {}
     alive: list[dict[str, Any]] = []  # keeps every object alive, so ids stay unique
 
@@ -32,12 +54,6 @@ def parse_json(path: Path) -> tuple[Any, list[str]]:
             obj[key] = value
         return obj
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DiffperfError("file not found", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DiffperfError(f"cannot read: {exc}", source=str(path)) from None
     try:
         data = json.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
@@ -68,7 +84,11 @@ def _locate(node: Any, dups: dict[int, list[str]], where: str) -> list[str]:
 
 def read_json_object(path: Path) -> dict[str, Any]:
     """Parse a JSON file that must be an object without duplicate keys; DiffperfError otherwise."""
-    data, dups = parse_json(path)
+    return json_object(*parse_json(path), path)
+
+
+def json_object(data: Any, dups: list[str], path: Path) -> dict[str, Any]:
+    """Parsed JSON that must be an object without duplicate keys; DiffperfError otherwise."""
     if dups:
         raise DiffperfError("duplicate key (JSON keeps only the last one)", source=str(path), key=dups[0])
     if not isinstance(data, dict):

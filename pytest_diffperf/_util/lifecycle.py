@@ -1,4 +1,5 @@
-"""A process's own life on Linux: die with its parent, adopt orphaned descendants, end as a child ended."""
+"""A process's own life on Linux: die with its parent, adopt orphaned descendants, end as a child ended, and
+children run to their end (an interrupt stops the child and waits for it)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import IO, NoReturn
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+STOP_GRACE_S = 30.0  # what an interrupted child gets to clean up (its servers, worktrees) before SIGKILL
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -41,3 +45,21 @@ def exit_as(code: int) -> NoReturn:
             signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     sys.exit(code)
+
+
+def run_to_end(command: Sequence[str], out: IO[str], grace_s: float = STOP_GRACE_S) -> int:
+    """Run ``command`` (its output into ``out``) and return its exit code. An exception here (Ctrl-C, SIGTERM
+    made an interrupt) first stops it: SIGTERM, ``grace_s`` to clean up, then SIGKILL; the child is waited for,
+    so nothing it started outlives the caller's own cleanup. It runs in a session of its own: a terminal's
+    Ctrl-C reaches it once, as that SIGTERM, not also as a SIGINT in the middle of its cleanup."""
+    proc = subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        return proc.wait()
+    except BaseException:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise

@@ -22,6 +22,8 @@ def check_writable(path: Path, source: str, reads: Inputs = ()) -> None:
         raise DiffperfError(f"{path} is a folder; expected a file path", source=source)
     check_not_read(path, source, reads)
     if path.exists():
+        if not path.is_file():  # a device, FIFO or socket: the file is replaced whole, never written into one
+            raise DiffperfError(f"{path} is a device, FIFO or socket; expected a file path", source=source)
         if not os.access(path, os.W_OK):
             raise DiffperfError(f"cannot write {path}: permission denied", source=source)
         return
@@ -43,12 +45,20 @@ def check_folder(path: Path, source: str, reads: Inputs = ()) -> None:
 
 def check_not_read(path: Path, source: str, reads: Inputs) -> None:
     """DiffperfError when ``path`` is one of the files the run reads, or inside a folder it reads."""
-    target = Path(path).resolve()
+    target = resolved(Path(path))
     for read, what in reads:
-        read_path = Path(read).resolve()
+        read_path = resolved(Path(read))
         if target == read_path or (read_path.is_dir() and target.is_relative_to(read_path)):
             problem = f"would replace {read}" if target == read_path else f"{path} is inside {read}"
             raise DiffperfError(f"{problem}, which this run reads ({what}); write elsewhere", source=source)
+
+
+def resolved(path: Path) -> Path:
+    """``path`` with its symlinks resolved; a symlink loop stays as given (its reader names the file)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # Python < 3.13 raises RuntimeError for a loop
+        return Path(os.path.abspath(path))
 
 
 def _check_creatable(path: Path, source: str) -> None:

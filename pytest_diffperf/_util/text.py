@@ -19,17 +19,11 @@ def format_table(rows: Sequence[Sequence[str]], right_from: int | None = 1) -> l
 
 
 TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off", "")
 
 
 def truthy(raw: object) -> bool:
     """A switch's value: True, or a string such as 1, true, yes or on (case and spaces ignored)."""
     return raw is True or str(raw or "").strip().lower() in TRUE_WORDS
-
-
-def is_switch(raw: object) -> bool:
-    """Whether ``raw`` reads as a switch's value at all (a typo such as ``ture`` does not)."""
-    return raw is None or isinstance(raw, bool) or str(raw).strip().lower() in TRUE_WORDS + FALSE_WORDS
 
 
 def did_you_mean(name: str, known: Iterable[str], *, list_known: int = 0) -> str:

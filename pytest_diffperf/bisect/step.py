@@ -9,7 +9,6 @@ when any is, ``unchanged`` / ``improved`` when all are decided, else ``inconclus
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._util.lifecycle import run_to_end
 from ..errors import DiffperfError
 from ..perf.limits import stage_name
 from ..results.merge import read_results, results_of
@@ -112,7 +112,7 @@ def run_step(
     with log.open("w") as out:
         out.write(" ".join(command) + "\n")
         out.flush()
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+        code = run_to_end(command, out)  # interrupted: the step's pytest stops its servers and worktrees first
     wall_s = time.monotonic() - started
     if code == PYTEST_NO_TESTS:
         raise DiffperfError(

@@ -13,7 +13,7 @@ from ..perf.baselines import load_baselines
 from ..regen.accept import SIDES, Inputs, plan, regenerator
 from ..regen.policy import POLICIES, RegenSettings
 from ..regen.summary import summary_lines
-from ..regen.writer import diffs
+from ..regen.writer import check_loadable, diffs
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,6 +57,12 @@ def run(args: argparse.Namespace) -> int:
     settings = RegenSettings(args.policy, args.min_improvement, args.dry_run)
     select = keyword_matcher(args.keyword)
     inputs = Inputs.read(results_paths(args.results))
+    if args.side and not any(s.get("ab") for s in inputs.merged["scenarios"]):
+        raise DiffperfError(
+            f"the results hold no A/B run (no base and candidate sides) to take {args.side}'s requests from; "
+            "leave --from out",
+            source="--from",
+        )
     hardware = inputs.merged.get("hardware")
     baselines = load_baselines(baseline_path(args.baselines, inputs), hardware)
     accepted = plan(inputs, baselines, settings, select, args.side)
@@ -80,12 +86,16 @@ def run(args: argparse.Namespace) -> int:
     for warning in preview.warnings:
         print(f"diffperf accept: warning: {warning}")
     records = [preview.write(sid, entry, regression) for sid, (entry, regression) in accepted.entries.items()]
+    check_loadable(records, preview.metadata)  # every file as the next run would load it, before any write
     for text in diffs(records, preview.metadata):  # the change, before it is written
         sys.stdout.write(text)
     if not settings.dry_run:
         writer = regenerator(inputs, baselines, settings, ids, force=args.force, description=args.description,
                              announce=lambda _line: None)  # fmt: skip
-        records = [writer.write(sid, entry, regression) for sid, (entry, regression) in accepted.entries.items()]
+        try:
+            records = [writer.write(sid, entry, regression) for sid, (entry, regression) in accepted.entries.items()]
+        except OSError as exc:
+            raise DiffperfError(f"cannot write: {exc.strerror or exc}", source=str(exc.filename or "")) from None
     print(f"diffperf accept: {len(inputs.docs)} results file(s) of {inputs.run_line()}")
     for line in summary_lines(records, settings):
         print(line)
@@ -113,8 +123,13 @@ def baseline_path(given: str | None, inputs: Inputs) -> Path:
     """``--baselines``, else the first baseline file the run recorded, when it is here."""
     if given is not None:
         return Path(given)
-    recorded = [Path(p) for p in inputs.merged.get("baselines") or []]
-    if recorded and recorded[0].is_file():
+    raw = inputs.merged.get("baselines")
+    recorded = [Path(p) for p in raw if isinstance(p, str) and p] if isinstance(raw, list) else []
+    here = Path.cwd().resolve()
+    if recorded and recorded[0].is_file() and recorded[0].resolve().is_relative_to(here):
         return recorded[0]
-    where = f"the run's {recorded[0]} is not here" if recorded else "the results do not name one"
+    if recorded and recorded[0].is_file():  # a path of the machine that ran: never written without being named
+        where = f"the run's {recorded[0]} is outside this folder"
+    else:
+        where = f"the run's {recorded[0]} is not here" if recorded else "the results do not name one"
     raise DiffperfError(f"which baseline file? {where}: pass --baselines FILE_OR_FOLDER", source="--baselines")

@@ -70,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
     if repo is None:
         raise DiffperfError(f"{Path(args.repo).absolute()} is not in a git repository", source="--repo")
     good, bad = (_commit(repo, rev, flag) for rev, flag in ((args.good, "--good"), (args.bad, "--bad")))
+    subdir = args.subdir.strip("/")
+    for commit, flag in ((good, "--good"), (bad, "--bad")):  # before any step: its pytest would say so 13 s later
+        if subdir and not git.has_path(repo, commit, subdir):
+            raise DiffperfError(f"{flag} {commit[:12]} of {repo} has no {subdir!r}", source="--subdir")
     commits = git.commits_between(repo, good, bad)
     if not commits or commits[-1] != bad:
         raise DiffperfError(f"{args.good} ({good[:12]}) is not an ancestor of {args.bad} ({bad[:12]})", source="--bad")
@@ -80,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     steps = output.absolute().parent / f"{output.stem}-steps"  # the results file names them: absolute paths
     steps.mkdir(parents=True, exist_ok=True)
     cache = Path(tempfile.mkdtemp(prefix="diffperf-bisect-")) if args.install is None else None
-    sides = Sides(repo, args.subdir.strip("/"), args.install, cache)
+    sides = Sides(repo, subdir, args.install, cache)
     print(
         f"diffperf bisect: {len(commits)} commit(s) after {good[:12]} up to {bad[:12]}: "
         f"about {search.steps_left()} step(s); logs: {steps}",

@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise DiffperfError("needs the cases to know what is unused: pass --cases FILE", source=option)
     if args.dry_run and not args.prune:
         raise DiffperfError("only applies with --prune", source="--dry-run")
+    gt_dir = _gt_dir(args.gt_dir)
     findings = lint_paths(args.files, args.hardware)
     cases = args.cases or _case_files(args.files)
     broken = _broken_case_files(args.cases, findings)
@@ -67,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
         note = "unused entries not looked for: the case file has errors"
         cases = []
     if cases:
-        unused = find_unused(args.files, args.hardware, cases, Path(args.gt_dir) if args.gt_dir else None)
+        unused = find_unused(args.files, args.hardware, cases, gt_dir)
         if args.prune:
+            _check_prunable(findings + _unreadable(args.files), cases, args.hardware)
             changed = prune(
                 unused, dry_run=args.dry_run, show=lambda text: print(text, end="" if text.endswith("\n") else "\n")
             )
@@ -89,6 +91,35 @@ def run(args: argparse.Namespace) -> int:
         print(f"{counts['error']} error(s), {counts['warning']} warning(s)")
     failing = {"error", "warning"} if args.strict else {"error"}
     return 1 if any(f.severity in failing for f in findings) else 0
+
+
+def _gt_dir(given: str | None) -> Path | None:
+    """``--gt-dir``: an existing folder."""
+    if given is None:
+        return None
+    path = Path(given)
+    if not path.is_dir():
+        what = "is not a folder" if path.exists() else "not found"
+        raise DiffperfError(f"{given}: {what}; expected the ground-truth folder", source="--gt-dir")
+    return path
+
+
+def _check_prunable(findings: list[Finding], cases: str | Path | list[Path], hardware: str | None) -> None:
+    """--prune deletes nothing on a broken input: any error among the linted files (a case file that does not
+    parse would count its cases as absent), or cases that define none (every entry would be unused)."""
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        raise DiffperfError(
+            f"{len(errors)} error(s) in the linted files, the first: {errors[0]}; fix them first (--prune removes "
+            "nothing while an input is broken)",
+            source="--prune",
+        )
+    for f in cases if isinstance(cases, list) else [Path(cases)]:
+        loaded = load_case_file(f, hardware)
+        if not loaded.cases and not loaded.not_expressible:
+            raise DiffperfError(
+                "defines no case: every entry would be unused; --prune removes nothing against it", source=str(f)
+            )
 
 
 def lint_paths(paths: Iterable[str | Path], hardware: str | None = None) -> list[Finding]:
@@ -159,12 +190,23 @@ def _broken_case_files(cases: str | None, findings: list[Finding]) -> list[Findi
 def _case_files(paths: Iterable[str | Path]) -> list[Path]:
     """The JSON case files among the linted paths (a folder's too)."""
     found = []
-    for path in map(Path, paths):
-        for f in sorted(path.rglob("*.json")) if path.is_dir() else [path] if path.is_file() else []:
-            data, _ = read_for_lint(f)
-            if data is not None and "scenarios" not in data and is_case_document(data):
-                found.append(f)
+    for f in _json_files(paths):
+        data, _ = read_for_lint(f)
+        if data is not None and "scenarios" not in data and is_case_document(data):
+            found.append(f)
     return found
+
+
+def _unreadable(paths: Iterable[str | Path]) -> list[Finding]:
+    """The syntax errors of the JSON files among the linted paths: a case file among them that does not parse."""
+    return [x for f in _json_files(paths) for x in read_for_lint(f)[1] if x.severity == "error"]
+
+
+def _json_files(paths: Iterable[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for path in map(Path, paths):
+        out += sorted(path.rglob("*.json")) if path.is_dir() else [path] if path.is_file() else []
+    return out
 
 
 def find_unused(

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .._util.text import format_table
+from .._util.values import BadValue, argtype, count, fraction_below_one
 from ..errors import DiffperfError
 from ..results import history
 from ..results.tables import num, pct
@@ -29,12 +30,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--metric", default="e2e_ms", help="e2e_ms (default), load_ms, avg_step_ms, median_step_ms or stage:NAME"
     )
-    parser.add_argument("--alpha", type=float, default=ALPHA, help=f"significance of a step (default: {ALPHA})")
     parser.add_argument(
-        "--min-size", type=int, default=MIN_SIZE, help=f"runs on each side of a step (default: {MIN_SIZE})"
+        "--alpha", type=argtype(_alpha), default=ALPHA, help=f"significance of a step (default: {ALPHA})"
     )
     parser.add_argument(
-        "--min-change", type=float, default=MIN_CHANGE, help=f"smallest step, as a fraction (default: {MIN_CHANGE})"
+        "--min-size", type=argtype(count), default=MIN_SIZE, help=f"runs on each side of a step (default: {MIN_SIZE})"
+    )
+    parser.add_argument(
+        "--min-change",
+        type=argtype(fraction_below_one),
+        default=MIN_CHANGE,
+        help=f"smallest step, as a fraction (default: {MIN_CHANGE})",
     )
     parser.add_argument("--series", action="store_true", help="print every value of each series too")
     parser.add_argument("--fail-on-step", action="store_true", help="exit 1 when a scenario's last step is a slowdown")
@@ -42,11 +48,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+def _alpha(text: str) -> float:
+    """``--alpha``: a significance level in (0, 1)."""
+    value = fraction_below_one(text)
+    if value <= 0:
+        raise BadValue(f"expected a significance level in (0, 1) such as 0.01, got {text!r}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     runs = history.read(Path(args.folder))
     if not runs:
         raise DiffperfError("no results file (*.json) in the folder", source=args.folder)
     found = history.series(runs, args.metric, alpha=args.alpha, min_size=args.min_size, min_change=args.min_change)
+    if found and not any(s.present for s in found):  # a stage no run measured: empty series are no trend
+        raise DiffperfError(
+            f"no run of the history has {args.metric} for any scenario"
+            + (f" (stages measured: {', '.join(stages)})" if (stages := history.stages(runs)) else ""),
+            source="--metric",
+        )
     if args.scenarios:
         known = {s.scenario for s in found}
         missing = [name for name in args.scenarios if name not in known]

@@ -151,10 +151,7 @@ def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name
         runner_name = os.environ.get("RUNNER_NAME", "")
     raw = {f: read_json_object(f) for f in files}
     for f in files:
-        problems = baseline_problems(raw[f])
-        if problems:
-            first, more = problems[0], f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-            raise DiffperfError(first.message + more, source=str(f), key=first.path or None)
+        check_baseline_doc(raw[f], f)
     doc = raw[primary]
     tolerances, flat = parse_tolerances(doc)
     step_fractions = Sampling.model_validate(doc["sampling"]).step_fractions if "sampling" in doc else []
@@ -168,6 +165,15 @@ def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name
             source[name] = f
     fragments = {f: platform for f in files if (platform := fragment_platform(f)) is not None}
     return BaselineSet(files, primary, tolerances, step_fractions, scenarios, source, raw, flat, prefix, fragments)
+
+
+def check_baseline_doc(doc: dict[str, Any], path: Path) -> None:
+    """DiffperfError naming the first schema problem of one baseline (or fragment) document, as the loader
+    refuses it; writers check what they would write with it."""
+    problems = baseline_problems(doc)
+    if problems:
+        first, more = problems[0], f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise DiffperfError(first.message + more, source=str(path), key=first.path or None)
 
 
 def parse_tolerances(doc: dict[str, Any]) -> tuple[dict[str, Tolerances], bool]:

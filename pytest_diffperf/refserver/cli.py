@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import socket
 import sys
@@ -26,6 +27,7 @@ from .specs import MODELS, ModelSpec, parse_size
 from .worker import ServerConfig, warmup_request
 
 THREADS_ENV = "DIFFPERF_REFSERVER_THREADS"
+MAX_PORT = 65535
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 WARMUP_MODES = ("off", "request", "server")
 
@@ -80,11 +82,29 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to {MAX_PORT}, got {value}")
+    return value
+
+
 def _non_negative_float(text: str) -> float:
     value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return value
+
+
+def _threads(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``--num-threads``, else ``$DIFFPERF_REFSERVER_THREADS``, else 1 (a usage error if the variable is no count)."""
+    if args.num_threads:
+        return int(args.num_threads)
+    text = os.environ.get(THREADS_ENV) or "1"
+    try:
+        return _positive_int(text)
+    except (ValueError, argparse.ArgumentTypeError):
+        parser.error(f"${THREADS_ENV}: expected a number of threads >= 1, got {text!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument(
         "--port",
-        type=int,
+        type=_port,
         default=30000,
         help="0 lets the OS choose (printed on startup)",
     )
@@ -296,9 +316,8 @@ def checked_warmups(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     return runs
 
 
-def serve(args: argparse.Namespace, runs: list[dict[str, Any]]) -> int:
+def serve(args: argparse.Namespace, runs: list[dict[str, Any]], threads: int) -> int:
     spec = _spec(args)
-    threads = args.num_threads or int(os.environ.get(THREADS_ENV) or 1)
     for var in (
         "OMP_NUM_THREADS",
         "MKL_NUM_THREADS",
@@ -396,8 +415,9 @@ def main(argv: list[str] | None = None, fork: bool = True) -> int:
     if args.command == "forkserver":
         return serve_forks(args.socket, lambda argv: main(argv, fork=False))
     runs = checked_warmups(args, parser)
+    threads = _threads(args, parser)
     if fork:
         code = serve_forked(sys.argv[1:] if argv is None else list(argv))
         if code is not None:
             exit_as(code)
-    return serve(args, runs)
+    return serve(args, runs, threads)

@@ -6,6 +6,7 @@ show up in that stage's ``execution_time_ms`` (or in ``steps[N]``) and nowhere e
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import sys
@@ -27,8 +28,8 @@ def parse_delay(text: str) -> tuple[str, float]:
         ms = float(ms_text)
     except ValueError:
         raise ValueError(f"delay must be a number of milliseconds, got {ms_text!r}") from None
-    if ms < 0:
-        raise ValueError(f"delay must be >= 0 ms, got {ms}")
+    if not (math.isfinite(ms) and ms >= 0):
+        raise ValueError(f"delay must be a finite number >= 0 of milliseconds, got {ms_text!r}")
     if target.startswith(STEP_PREFIX):
         index = target[len(STEP_PREFIX) :]
         if not index.isdigit():

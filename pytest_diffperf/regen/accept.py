@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._util.names import name_problem
 from ..errors import DiffperfError
 from ..perf.baselines import LEGACY_PROFILE, BaselineSet
-from ..results.entries import RequestRow, measured_entry, rows_of
+from ..results.entries import measured_entry, rows_of
 from ..results.merge import merge, read_results, results_of
 from ..results.model import ENTRY_VERSION, ScenarioResult
+from ..results.rows import RequestRow
 from .guard import check_platforms
 from .policy import RegenSettings
 from .regenerator import Regenerator
@@ -98,6 +100,10 @@ def plan(
     for result in results_of(inputs.merged):
         sid = result.scenario
         if not select(sid):
+            continue
+        key_problem = name_problem(sid)  # the loader's key rule: a key it refuses is never written
+        if key_problem:
+            out.refused[sid] = f"{inputs.file_of[sid]}: scenario {sid!r} cannot be a baseline key: {key_problem}"
             continue
         where = f"{inputs.file_of[sid]}: scenario {sid}"
         if result.verdict == "skipped":

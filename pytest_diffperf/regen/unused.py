@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Literal
 
 from .._util import atomicfile
+from .._util.jsonfile import json_object, parse_json_text, validate
 from ..cases import Case
-from ..consistency.manifest import GT_SUFFIXES, MANIFEST
-from ..consistency.thresholds import ThresholdSet
-from ..perf.baselines import BaselineSet, select_scenarios
+from ..consistency.manifest import GT_SUFFIXES, MANIFEST, Manifest
+from ..consistency.thresholds import ThresholdFile, ThresholdSet
+from ..errors import DiffperfError
+from ..perf.baselines import BaselineSet, check_baseline_doc, select_scenarios
 from .jsonedit import remove_member
 
 Kind = Literal["scenario", "thresholds", "ground truth"]
@@ -80,36 +82,95 @@ def unused_entries(
 
 def prune(found: Iterable[Unused], dry_run: bool = False, show: Callable[[str], None] = print) -> list[Path]:
     """Remove the unused entries, showing each file's diff (and each deleted file) before it changes; the files
-    changed (none in a dry run)."""
+    changed (none in a dry run).
+
+    All or nothing: every file to edit or delete is checked first (inside its folder once symlinks are resolved,
+    its new text loading as its kind's loader reads it); any problem is a DiffperfError before the first change.
+    """
+    found = list(found)
     edits: dict[Path, list[tuple[str, ...]]] = {}
+    kinds: dict[Path, Kind] = {}
     deleted: list[Path] = []
     for u in found:
         if u.kind == "ground truth":
             root = u.gt_dir or u.file.parent
-            edits.setdefault(root / MANIFEST, []).append(("files", u.file.relative_to(root).as_posix()))
+            _check_inside(u.file, root)
+            manifest = root / MANIFEST
+            if manifest.is_file() or manifest.is_symlink():
+                _check_inside(manifest, root)
+                edits.setdefault(manifest, []).append(("files", u.file.relative_to(root).as_posix()))
+                kinds[manifest] = u.kind
             deleted.append(u.file)
         else:
             edits.setdefault(u.file, []).append(("scenarios" if u.kind == "scenario" else "cases", u.name))
-    changed = []
-    for path, members in edits.items():
-        if not path.is_file():
-            continue  # a ground-truth folder without a manifest
-
-        def change(current: bytes | None, members: list[tuple[str, ...]] = members, path: Path = path) -> str | None:
-            old = (current or b"").decode("utf-8")
-            new = old
-            for member in members:
-                new = remove_member(new, member)
-            show("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))))
-            return None if dry_run or new == old else new
-
-        if dry_run:
-            change(path.read_bytes())
-        elif atomicfile.update(path, change):
-            changed.append(path)
+            kinds[u.file] = u.kind
+    planned = {path: _pruned(path, members, kinds[path]) for path, members in edits.items()}
+    for path, (old, new) in planned.items():
+        show("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))))
     for path in deleted:
         show(f"delete {path}")
-        if not dry_run:
+    if dry_run:
+        return []
+    changed = []
+    try:
+        for path, members in edits.items():
+
+            def change(
+                current: bytes | None, members: list[tuple[str, ...]] = members, path: Path = path
+            ) -> str | None:
+                new = _removed(_text(current, path), members)
+                _check_loads(path, new, kinds[path])
+                return new
+
+            if planned[path][0] != planned[path][1] and atomicfile.update(path, change):
+                changed.append(path)
+        for path in deleted:
             path.unlink(missing_ok=True)
             changed.append(path)
+    except OSError as exc:
+        done = f" ({len(changed)} file(s) changed before it)" if changed else ""
+        raise DiffperfError(f"cannot prune: {exc.strerror or exc}{done}", source=str(exc.filename or "")) from None
     return changed
+
+
+def _check_inside(path: Path, folder: Path) -> None:
+    """DiffperfError unless ``path`` stays inside ``folder`` once symlinks are resolved."""
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise DiffperfError(
+            f"leads out of the ground-truth folder {folder} (to {path.resolve()}): nothing pruned", source=str(path)
+        )
+
+
+def _text(data: bytes | None, path: Path) -> str:
+    try:
+        return (data or b"").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DiffperfError(f"cannot read: {exc}", source=str(path)) from None
+
+
+def _removed(text: str, members: list[tuple[str, ...]]) -> str:
+    for member in members:
+        text = remove_member(text, member)
+    return text
+
+
+def _pruned(path: Path, members: list[tuple[str, ...]], kind: Kind) -> tuple[str, str]:
+    """The file's text now and once pruned, the latter checked to load."""
+    try:
+        old = _text(path.read_bytes(), path)
+    except OSError as exc:
+        raise DiffperfError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    new = _removed(old, members)
+    _check_loads(path, new, kind)
+    return old, new
+
+
+def _check_loads(path: Path, text: str, kind: Kind) -> None:
+    """DiffperfError unless ``text`` is a file of ``kind`` its loader reads."""
+    doc = json_object(*parse_json_text(text, path), path)
+    if kind == "scenario":
+        check_baseline_doc(doc, path)
+    elif kind == "thresholds":
+        validate(ThresholdFile, doc, path, "")
+    else:
+        validate(Manifest, doc, path, "")

@@ -17,8 +17,10 @@ from typing import Any
 
 from .._util import atomicfile
 from .._util.git import head_commit
+from .._util.jsonfile import json_object, json_path, parse_json_text
+from .._util.names import name_problem
 from ..errors import DiffperfError
-from ..perf.baselines import BaselineSet, fragment_path
+from ..perf.baselines import BaselineSet, check_baseline_doc, fragment_path
 from ..platforms import FRAGMENT_PLATFORMS, canonical_platform
 from .jsonedit import set_member
 from .policy import Decision, RegenSettings, decide
@@ -99,8 +101,15 @@ def current_entry(text: str | None, path: Path, scenario_id: str) -> dict[str, A
     return entry
 
 
-def apply(text: str | None, scenario_id: str, entry: Mapping[str, Any], metadata: Mapping[str, str]) -> str:
-    """The file's text with the scenario's entry and the run's metadata set; a new file when None."""
+def apply(
+    text: str | None, scenario_id: str, entry: Mapping[str, Any], metadata: Mapping[str, str], path: Path | None = None
+) -> str:
+    """The file's text with the scenario's entry and the run's metadata set; a new file when None. A scenario
+    key the loader refuses (``names.name_problem``) is never written."""
+    problem = name_problem(scenario_id)
+    if problem:
+        where = str(path) if path else None
+        raise DiffperfError(f"scenario key {problem}", source=where, key=json_path("scenarios", str(scenario_id)))
     if text is None:  # a new file: its description says where it came from
         meta = {"description": metadata.get("description") or metadata.get("regenerated_by", ""), **metadata}
         return atomicfile.dumps_json({"metadata": meta, "scenarios": {scenario_id: dict(entry)}})
@@ -129,7 +138,11 @@ def regenerate(
         decision = decide(settings.policy, entry, measured, settings.min_improvement, regression)
         decisions.append(decision)
         announce(decision)  # before the write
-        return apply(text, scenario_id, decision.entry, metadata) if decision.writes else None
+        if not decision.writes:
+            return None
+        new = apply(text, scenario_id, decision.entry, metadata, path)
+        _check_text(new, path)
+        return new
 
     if settings.dry_run:
         change(path.read_bytes() if path.exists() else None)
@@ -143,7 +156,7 @@ def diff(path: Path, entries: Iterable[tuple[str, Mapping[str, Any]]], metadata:
     old = _decode(path.read_bytes(), path) if path.exists() else None
     new = old
     for scenario_id, entry in entries:
-        new = apply(new, scenario_id, entry, metadata)
+        new = apply(new, scenario_id, entry, metadata, path)
     before = (old or "").splitlines(keepends=True)
     after = (new or "").splitlines(keepends=True)
     return "".join(difflib.unified_diff(before, after, str(path) if old is not None else "/dev/null", str(path)))
@@ -151,11 +164,35 @@ def diff(path: Path, entries: Iterable[tuple[str, Mapping[str, Any]]], metadata:
 
 def diffs(records: Iterable[Mapping[str, Any]], metadata: Mapping[str, str]) -> list[str]:
     """The unified diff of every file the summary records (``Regenerator.write``'s) would change."""
+    return [diff(Path(file), entries, metadata) for file, entries in _per_file(records).items()]
+
+
+def check_loadable(records: Iterable[Mapping[str, Any]], metadata: Mapping[str, str]) -> None:
+    """DiffperfError, before anything is written, unless every file the records would change still loads: its new
+    text checked by the loader's own rules (``baselines.check_baseline_doc``), naming the file and the key."""
+    for file, entries in _per_file(records).items():
+        path = Path(file)
+        text = _decode(path.read_bytes(), path) if path.exists() else None
+        for scenario_id, entry in entries:
+            text = apply(text, scenario_id, entry, metadata, path)
+        assert text is not None
+        _check_text(text, path)
+
+
+def _check_text(text: str, path: Path) -> None:
+    """DiffperfError unless ``text``, written to ``path``, is a baseline document the loader reads."""
+    try:
+        check_baseline_doc(json_object(*parse_json_text(text, path), path), path)
+    except DiffperfError as exc:
+        raise DiffperfError(f"the baseline file would not load after this write: {exc}") from None
+
+
+def _per_file(records: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[str, Mapping[str, Any]]]]:
     per_file: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
     for record in records:
         if record["action"] != "kept":
             per_file.setdefault(record["file"], []).append((record["scenario"], record["entry"]))
-    return [diff(Path(file), entries, metadata) for file, entries in per_file.items()]
+    return per_file
 
 
 def _decode(data: bytes | None, path: Path) -> str | None:

@@ -11,46 +11,39 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .._util.jsonfile import validate
 from ..errors import DiffperfError
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..protocol import MemorySnapshot, PerfRecord, StageRecord
 from .model import ScenarioResult
+from .rows import RequestRow
+
+ENTRY_KEYS = ("stages_ms", "steps_ms")
 
 
-class RequestRow(BaseModel):
-    """The figures of one measured request, as the results file's ``rows`` hold them."""
-
-    model_config = ConfigDict(extra="allow")
-
-    scenario: str
-    e2e_ms: float
-    load_ms: float | None = None
-    stages_ms: dict[str, float]
-    steps_ms: list[float]
-    memory_mb: dict[str, MemorySnapshot] = Field(default_factory=dict)
-    side: str | None = None  # an A/B run's: base or candidate
-
-    def record(self, index: int) -> PerfRecord:
-        stages = [StageRecord(name=name, execution_time_ms=ms) for name, ms in self.stages_ms.items()]
-        return PerfRecord(
-            request_id=str(index),
-            stages=stages,
-            steps=self.steps_ms,
-            total_duration_ms=self.e2e_ms,
-            memory_snapshots=self.memory_mb,
-        )
+def perf_record(row: RequestRow, index: int) -> PerfRecord:
+    """A request row read back as the perf record it was made from."""
+    return PerfRecord(
+        request_id=str(index),
+        stages=[StageRecord(name=name, execution_time_ms=ms) for name, ms in row.stages_ms.items()],
+        steps=row.steps_ms,
+        total_duration_ms=row.e2e_ms,
+        memory_snapshots={k: MemorySnapshot(**v.model_dump()) for k, v in row.memory_mb.items()},
+    )
 
 
 def rows_of(doc: dict[str, Any], path: Path) -> dict[str, list[RequestRow]]:
-    """Each scenario's request rows of a (merged) results document, checked; ``path`` names it in errors."""
+    """Each scenario's request rows of a (merged) results document, with the figures an entry is built from;
+    ``path`` names it in errors."""
     out: dict[str, list[RequestRow]] = {}
     rows = doc.get("rows") or []
     for i, row in enumerate(rows if isinstance(rows, list) else []):
         parsed = validate(RequestRow, row, path, f"rows.{i}")
+        for key in ENTRY_KEYS:
+            if key not in parsed.model_fields_set:
+                raise DiffperfError("required key is missing (a baseline entry is built from it)", source=str(path),
+                                    key=f"rows.{i}.{key}")  # fmt: skip
         out.setdefault(parsed.scenario, []).append(parsed)
     return out
 
@@ -62,7 +55,7 @@ def measured_entry(result: ScenarioResult, rows: list[RequestRow], side: str | N
         raise DiffperfError("no measured requests")
     info = result.measurement
     measurement = Measurement.from_records(
-        [r.record(i) for i, r in enumerate(mine)], num_frames=info.num_frames, is_video=info.is_video
+        [perf_record(r, i) for i, r in enumerate(mine)], num_frames=info.num_frames, is_video=info.is_video
     )
     loads = [r.load_ms for r in mine]
     if all(ms is not None for ms in loads):

@@ -107,6 +107,12 @@ def value_of(scenario: dict[str, Any], metric: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def stages(runs: Sequence[Run]) -> list[str]:
+    """Every stage the runs' requests measured, sorted."""
+    found = {stage for run in runs for row in run.document.get("rows") or [] for stage in row.get("stages_ms") or {}}
+    return sorted(found)
+
+
 @dataclass(frozen=True)
 class Series:
     """One scenario's metric over the runs (None where a run lacks it), and the steps found in it."""

@@ -26,6 +26,7 @@ from .model import (
     fails_run,
 )
 from .provenance import Provenance
+from .rows import RequestRow, ServerRecord
 
 MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
 
@@ -33,7 +34,7 @@ MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
 def read_results(path: Path) -> dict[str, Any]:
     """A results file, checked for what merging relies on."""
     doc = read_json_object(path)
-    if doc.get("version") not in READABLE_VERSIONS:
+    if type(doc.get("version")) is not int or doc["version"] not in READABLE_VERSIONS:  # 3.0 or true is no version
         versions = " to ".join(map(str, (READABLE_VERSIONS[0], RESULTS_VERSION)))
         raise DiffperfError(
             f"not a diffperf results file of version {versions} (found version {doc.get('version')!r}); "
@@ -49,18 +50,12 @@ def read_results(path: Path) -> dict[str, Any]:
     for i, entry in enumerate(scenarios):
         _read_status(entry, doc["version"], path, f"scenarios.{i}")
         scenario_of(entry, path, f"scenarios.{i}")
-    for key in ("rows", "servers"):
+    for key, model in (("rows", RequestRow), ("servers", ServerRecord)):
         records = doc.get(key, [])
         if not isinstance(records, list):
             raise DiffperfError(f"expected a list of objects, got {describe_type(records)}", source=str(path), key=key)
         for i, record in enumerate(records):
-            if not isinstance(record, dict):
-                got = describe_type(record)
-                raise DiffperfError(f"expected an object, got {got}", source=str(path), key=f"{key}.{i}")
-    for i, row in enumerate(doc.get("rows", [])):
-        if not isinstance(row.get("scenario"), str):
-            got = describe_type(row.get("scenario"))
-            raise DiffperfError(f"expected the scenario's name, got {got}", source=str(path), key=f"rows.{i}.scenario")
+            validate(model, record, path, f"{key}.{i}")
     if doc.get("provenance") is not None:
         validate(Provenance, doc["provenance"], path, "provenance")
     modes = get_args(InconclusiveMode)
@@ -127,6 +122,12 @@ def scenario_of(entry: Any, path: Path, key: str) -> ScenarioResult:
         )
     fields = {k: v for k, v in entry.items() if k != "outcome"}
     result: ScenarioResult = validate(ScenarioResult, fields, path, key)
+    if result.server is not None:
+        validate(ServerRecord, result.server, path, f"{key}.server")
+    for i, row in enumerate(result.rows):  # a version 2 file's scenario holds its own rows
+        validate(RequestRow, row, path, f"{key}.rows.{i}")
+    for i, server in enumerate(result.ab.servers if result.ab else []):
+        validate(ServerRecord, server, path, f"{key}.ab.servers.{i}")
     if "outcome" in entry and entry["outcome"] != result.outcome:
         expected = f"one of {', '.join(OUTCOMES)}" if entry["outcome"] not in OUTCOMES else repr(result.outcome)
         raise DiffperfError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -40,6 +40,7 @@ Outcome = Literal["pass", "fail", "inconclusive", "error", "skipped", "unguarded
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 FAILING: frozenset[Outcome] = frozenset({"fail", "error"})
 InconclusiveMode = Literal["report", "fail"]  # --diffperf-inconclusive, recorded in the results file
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 def fails_run(outcome: Outcome, inconclusive: InconclusiveMode) -> bool:
@@ -220,10 +221,10 @@ class MeasurementRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    num_frames: int | None = None
+    num_frames: Annotated[int, Field(ge=1)] | None = None
     is_video: bool = False
-    wall_s: float | None = None  # the warmup and measured requests on the first server (None: an A/B run)
-    start_share_s: float | None = None  # the server's start-up time split over the suite's scenarios on it
+    wall_s: Seconds | None = None  # the warmup and measured requests on the first server (None: an A/B run)
+    start_share_s: Seconds | None = None  # the server's start-up time split over the suite's scenarios on it
 
 
 InterferenceEffect = Literal["none", "kept", "remeasured", "inconclusive"]

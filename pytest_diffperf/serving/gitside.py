@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from filelock import FileLock
 
 from .._util import git
 from .._util.cachedir import default_cache
+from .._util.lifecycle import run_to_end
 from ..errors import DiffperfError
 from .sidespec import GitSource, SideSpec
 
@@ -67,6 +67,13 @@ class GitCheckouts:
             raise DiffperfError(f"revision {src.rev!r} does not exist in {repo}{hint}", source=source, key="git")
         if src.subdir and not git.has_path(repo, commit, src.subdir):
             raise DiffperfError(f"commit {commit[:12]} of {repo} has no {src.subdir!r}", source=source, key="git")
+        if src.subdir and src.install is None and not git.modules(repo, commit, src.subdir):
+            raise DiffperfError(
+                f"{src.subdir!r} of commit {commit[:12]} holds no Python module or package: its server would import "
+                "the installed one, not this commit's; name the folder that holds the server's package",
+                source=source,
+                key="git",
+            )
         gitless = replace(spec, git=None)
         if src.install is not None:
             python = self._venv(repo, commit, src, source)
@@ -112,19 +119,23 @@ class GitCheckouts:
 
     def _checkout_locked(self, repo: Path, commit: str, src: GitSource, source: str) -> Path:
         if src.cache is not None:
-            folder = Path(src.cache).expanduser().absolute() / commit
+            folder = _cache_folder(Path(src.cache).expanduser().absolute(), source) / commit
             if folder.exists():
                 self._check_kept(folder, commit, source)
                 self.progress(f"diffperf: {commit[:12]} checked out already in {folder}")
             else:
-                folder.parent.mkdir(parents=True, exist_ok=True)
-                self._add(repo, folder, commit, source)
+                try:
+                    self._add(repo, folder, commit, source)
+                except BaseException:  # interrupted or failed: no half checkout kept for a later run to trust
+                    git.remove_worktree(repo, folder)
+                    shutil.rmtree(folder, ignore_errors=True)
+                    raise
         else:
             if self._tmp is None:
                 self._tmp = Path(tempfile.mkdtemp(prefix="diffperf-git-"))
             folder = self._tmp / commit[:12]
+            self.temporary.append((repo, folder))  # before the checkout: close() removes an interrupted one too
             self._add(repo, folder, commit, source)
-            self.temporary.append((repo, folder))
         return folder
 
     def _add(self, repo: Path, folder: Path, commit: str, source: str) -> None:
@@ -157,9 +168,8 @@ class GitCheckouts:
         assert src.install is not None
         flavour = hashlib.sha256(shlex.join([src.subdir, *src.install]).encode()).hexdigest()[:8]
         root = Path(src.cache).expanduser().absolute() if src.cache is not None else default_cache()
-        venv = root / "venvs" / f"{commit}-{flavour}"
+        venv = _cache_folder(root / "venvs", source) / f"{commit}-{flavour}"
         python = venv / "bin" / "python"
-        venv.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(venv) + ".lock"):
             if (venv / BUILT_MARK).is_file():
                 self.progress(f"diffperf: {commit[:12]} installed already in {venv}")
@@ -173,22 +183,29 @@ class GitCheckouts:
                 [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
                 [str(python), "-m", "pip", "install", "--disable-pip-version-check", *src.install, str(target)],
             ]
-            with log.open("w") as out:
-                for step in steps:
-                    out.write(f"$ {shlex.join(step)}\n")
-                    out.flush()
-                    code = subprocess.run(step, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
-                    if code != 0:
-                        shutil.rmtree(venv, ignore_errors=True)
-                        tail = "\n".join(log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:])
-                        raise DiffperfError(
-                            f"installing {commit[:12]} failed ({shlex.join(step[:4])} ... exited {code}); "
-                            f"log: {log}\n{tail}",
-                            source=source,
-                            key="install",
-                        )
+            try:
+                self._install(steps, log, commit, source)
+            except BaseException:  # a failed, interrupted or terminated build: its step stopped, no venv left
+                shutil.rmtree(venv, ignore_errors=True)
+                raise
             (venv / BUILT_MARK).write_text(f"{commit}\n")
         return python
+
+    def _install(self, steps: list[list[str]], log: Path, commit: str, source: str) -> None:
+        """Run the build's steps, logged; an interrupt stops the running one (and waits for it) before it goes on."""
+        with log.open("w") as out:
+            for step in steps:
+                out.write(f"$ {shlex.join(step)}\n")
+                out.flush()
+                code = run_to_end(step, out)
+                if code != 0:
+                    tail = "\n".join(log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:])
+                    raise DiffperfError(
+                        f"installing {commit[:12]} failed ({shlex.join(step[:4])} ... exited {code}); "
+                        f"log: {log}\n{tail}",
+                        source=source,
+                        key="install",
+                    )
 
     def close(self) -> None:
         """Remove the run's temporary worktrees (kept ones stay)."""
@@ -199,3 +216,14 @@ class GitCheckouts:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _cache_folder(folder: Path, source: str) -> Path:
+    """``folder``, made where it is missing; DiffperfError (key ``cache``) where it cannot be a folder."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DiffperfError(
+            f"cannot keep checkouts and venvs in {folder}: {exc.strerror or exc}", source=source, key="cache"
+        ) from None
+    return folder

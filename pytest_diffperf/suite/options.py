@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, overload
 
 import pytest
 
-from .._util.text import is_switch, truthy
+from .._util.text import truthy
 from .._util.values import (
     BadValue,
     choice,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # their modules load once the plugin runs (see the parsers be
     from ..serving.interference import DeviceMode
 
 LAST = "last"  # --diffperf-compare-to's word for the history's latest run
+MIN_BUSY_SHARE = 0.001  # --diffperf-busy-share: 0.1 % of the machine
 NoiseMode = Literal["auto", "on", "off"]  # --diffperf-static-noise
 PairSharing = Literal["group", "scenario"]  # --diffperf-ab-pairs
 OPTION = "option"  # the key of a Settings field's Option in its metadata
@@ -60,6 +61,15 @@ class Option:
     @property
     def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def ini_type(self) -> Literal["bool", "int", "float", "string"]:
+        """The ini key's type as pytest reads it (a TOML table's native values; an ini file's text converted)."""
+        if self.is_flag:
+            return "bool"
+        if self.parse in (count, count_or_zero):
+            return "int"
+        return "float" if self.parse in (seconds, seconds_or_zero) else "string"
 
 
 @overload
@@ -150,8 +160,10 @@ def _share(text: str) -> float | None:
     if text.strip().lower() == "off":
         return None
     share = fraction(text)
-    if share > 1:
-        raise BadValue(f"expected a share of the machine between 0 and 1 (25% or 0.25), or off, got {text!r}")
+    if not MIN_BUSY_SHARE <= share <= 1:  # below it, any process at all is "busy": every fail inconclusive
+        raise BadValue(
+            f"expected a share of the machine between {MIN_BUSY_SHARE:.1%} and 100% (25% or 0.25), or off, got {text!r}"
+        )
     return share
 
 
@@ -389,7 +401,31 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             metavar = "PROFILE" if opt.flag == "--diffperf" else opt.dest.rsplit("_", 1)[-1].upper()
             group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
-        parser.addini(opt.dest, opt.help.replace("%%", "%"), default=None)
+        parser.addini(opt.dest, opt.help.replace("%%", "%"), type=opt.ini_type, default=None)
+
+
+INI_EXPECTED = {"bool": "true or false (1/0, yes/no, on/off)", "int": "an integer", "float": "a number of seconds",
+                "string": "a string"}  # fmt: skip
+
+
+def ini_value(config: pytest.Config, dest: str) -> object:
+    """The ini key's value (None: unset), read as its declared type; a value of another type (a TOML number where
+    text belongs, a list, a word where a number belongs) is a UsageError naming the key and its file."""
+    opt = next(opt for opt in OPTIONS if opt.dest == dest)
+    where = f"diffperf: ini key {dest} ({config.inipath})"
+    try:
+        value = config.getini(dest)
+    except (TypeError, ValueError) as exc:
+        text = str(exc)  # pytest's (or int()'s, float()'s) words: "... got int: 5", "invalid truth value 'ture'"
+        got = (
+            text.rsplit("got ", 1)[-1] if "got " in text else text.removeprefix("invalid truth value ").rsplit(": ")[-1]
+        )
+        quote = " (write it quoted)" if opt.ini_type == "string" else ""
+        raise pytest.UsageError(f"{where}: expected {INI_EXPECTED[opt.ini_type]}{quote}, got {got}") from None
+    if isinstance(value, list):
+        shown = ", ".join(map(str, value))
+        raise pytest.UsageError(f"{where}: expected {INI_EXPECTED[opt.ini_type]}, got a list ({shown})")
+    return value
 
 
 def option_value(config: pytest.Config, dest: str, *, early: bool = False) -> object:
@@ -402,7 +438,7 @@ def option_path(config: pytest.Config, dest: str, *, early: bool = False) -> Pat
     """A path option's value as ``read_settings`` resolves it (None if unset)."""
     opt = next(opt for opt in OPTIONS if opt.dest == dest)
     raw, base, _ = _raw(config, opt, early=early)
-    return None if raw is None else (base / str(raw)).resolve()
+    return None if raw is None else _resolved(base / str(raw))
 
 
 def _raw(config: pytest.Config, opt: Option, *, early: bool = False) -> tuple[object, Path, str]:
@@ -412,12 +448,7 @@ def _raw(config: pytest.Config, opt: Option, *, early: bool = False) -> tuple[ob
     if raw == "" and opt.flag != "--diffperf":  # --diffperf= has its own message (plugin.py)
         raise pytest.UsageError(f"diffperf: {opt.flag}: expected a value, got nothing (leave the option out instead)")
     if raw is None:
-        raw, base, source = config.getini(opt.dest), config.rootpath, f"ini key {opt.dest} ({config.inipath})"
-        if opt.is_flag and not is_switch(raw):  # a typo must not switch the setting off without a word
-            raise pytest.UsageError(
-                f"diffperf: ini key {opt.dest} ({config.inipath}): expected true or false "
-                f"(1/0, yes/no, on/off), got {raw!r}"
-            )
+        raw, base, source = ini_value(config, opt.dest), config.rootpath, f"ini key {opt.dest} ({config.inipath})"
     return (raw if raw not in (None, "") else opt.default), Path(base), source
 
 
@@ -427,17 +458,40 @@ def read_settings(config: pytest.Config) -> Settings:
     for f in fields(Settings):
         opt: Option = f.metadata[OPTION]
         raw, base, source = _raw(config, opt)
-        values[f.name] = None if raw is None else _parse(opt, str(raw), base, source)
+        values[f.name] = None if raw is None else _parse(opt, _text(raw), base, source)
     return Settings(**values)
+
+
+def _text(raw: object) -> str:
+    """An option's value as text: an ini key's typed value as it was written (``0``, not ``0.0``; ``true``)."""
+    if isinstance(raw, bool):
+        return str(raw).lower()
+    if isinstance(raw, float) and raw.is_integer():
+        return str(int(raw))
+    return str(raw)
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its symlinks resolved; a symlink loop stays as given (its reader names the file)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # Python < 3.13 raises RuntimeError for a loop
+        return Path(os.path.abspath(path))
 
 
 def _parse(opt: Option, text: str, base: Path, source: str) -> object:
     if opt.is_path and text not in opt.words and not (opt.kept and opt.kept(text)):
-        text = str((base / text).resolve())
+        text = str(_resolved(base / text))
     try:
         return opt.parse(text)
     except BadValue as exc:
         raise DiffperfError(str(exc), source=source) from None
+    except DiffperfError as exc:
+        if exc.source != opt.flag or source == opt.flag:
+            raise
+        where = ": ".join(p for p in (exc.source, exc.key) if p)
+        message = str(exc).removeprefix(f"{where}: ")
+        raise DiffperfError(message, source=source, key=exc.key) from None  # named where it was given: the ini
 
 
 REGEN_ENV_ALIAS = "SGLANG_GEN_BASELINE"

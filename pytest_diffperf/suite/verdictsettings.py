@@ -145,6 +145,7 @@ def ab_run(
         raise DiffperfError("regeneration measures one build: drop --diffperf-base", source="--diffperf-base")
     tolerances = baselines.profile(settings.profile)
     specs = {"base": settings.diffperf_base, "candidate": settings.diffperf_candidate}
+    check_budget(settings)
     design = ABDesign(
         request_pairs=settings.diffperf_ab_request_pairs,
         max_process_pairs=settings.diffperf_ab_max_process_pairs,
@@ -181,6 +182,23 @@ def ab_run(
 
     cpu = launcher.name in CPU_LAUNCHERS
     return ABRun(sides, pool, design, policy, mode, devices, sharing, prestart, cpu, checkouts, watch, progress)
+
+
+def check_budget(settings: Settings) -> None:
+    """DiffperfError naming the option that leaves A/B fewer process pairs than a verdict needs."""
+    pairs, least = settings.diffperf_ab_request_pairs, settings.diffperf_ab_min_process_pairs
+    needed = 2 * pairs * least
+    if settings.diffperf_ab_max_requests < needed:
+        raise DiffperfError(
+            f"expected at least {needed} requests ({least} process pairs, --diffperf-ab-min-process-pairs, of "
+            f"{pairs} request pairs, --diffperf-ab-request-pairs, both sides), got {settings.diffperf_ab_max_requests}",
+            source="--diffperf-ab-max-requests",
+        )
+    if settings.diffperf_ab_max_process_pairs < least:
+        raise DiffperfError(
+            f"expected at least --diffperf-ab-min-process-pairs ({least}), got {settings.diffperf_ab_max_process_pairs}",
+            source="--diffperf-ab-max-process-pairs",
+        )
 
 
 def static_policy(settings: Settings, priors: NoisePriors | None = None) -> StaticPolicy | None:

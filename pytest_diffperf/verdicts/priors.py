@@ -16,15 +16,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._util.jsonfile import read_json_object, validate
 from .metrics import VerdictPolicy
 from .noise import Noise
 from .static import StaticNoise, StaticPolicy
 
-Sd = float  # natural-log units, about a relative sd
+MAX_SD = 1.0  # a relative sd of about 170 %: noisier than that, no verdict is worth its time
+MAX_WEIGHT = 1000.0
+
+Sd = Annotated[float, Field(ge=0, le=MAX_SD)]  # natural-log units, about a relative sd
+Weight = Annotated[float, Field(gt=0, le=MAX_WEIGHT)]  # pseudo-observations: 0 ignores the prior, 1e300 is all prior
 
 
 class _Strict(BaseModel):
@@ -32,21 +37,33 @@ class _Strict(BaseModel):
 
 
 class ABPrior(_Strict):
-    between: Sd = Field(ge=0)
-    within: Sd = Field(ge=0)
-    between_weight: float = Field(8.0, ge=0)
-    within_weight: float = Field(20.0, ge=0)
+    between: Sd
+    within: Sd
+    between_weight: Weight = 8.0
+    within_weight: Weight = 20.0
+
+    @model_validator(mode="after")
+    def _some_noise(self) -> ABPrior:
+        if self.between == 0 and self.within == 0:
+            raise ValueError("between and within are both 0: a prior of no noise makes every change decisive")
+        return self
 
     def noise(self) -> Noise:
         return Noise(self.between, self.within, self.between_weight, self.within_weight)
 
 
 class StaticPrior(_Strict):
-    baseline: Sd = Field(ge=0)
-    process: Sd = Field(ge=0)
-    within: Sd = Field(ge=0)
-    process_weight: float = Field(8.0, ge=0)
-    within_weight: float = Field(20.0, ge=0)
+    baseline: Sd
+    process: Sd
+    within: Sd
+    process_weight: Weight = 8.0
+    within_weight: Weight = 20.0
+
+    @model_validator(mode="after")
+    def _some_noise(self) -> StaticPrior:
+        if self.baseline == 0 and self.process == 0 and self.within == 0:
+            raise ValueError("baseline, process and within are all 0: a prior of no noise makes every check decisive")
+        return self
 
     def noise(self) -> StaticNoise:
         return StaticNoise(self.baseline, self.process, self.within, self.process_weight, self.within_weight)

@@ -19,6 +19,7 @@ import pytest
 from pytest_diffperf._util import atomicfile
 from pytest_diffperf.regen.policy import RegenSettings
 from pytest_diffperf.regen.writer import apply, regenerate
+from tests.support.suite import GENEROUS
 
 METADATA = {"last_updated": "2026-01-02", "description": "kill"}  # what the writer below sets
 
@@ -159,15 +160,18 @@ def test_kill_9_during_writes_leaves_old_or_new_content(tmp_path: Path):
 
 
 def test_regenerate_decides_against_the_file_as_it_is_now(tmp_path: Path):
+    def entry(e2e_ms: float) -> dict:
+        return {**GENEROUS, "expected_e2e_ms": e2e_ms}  # whole entries: a write the loader would refuse is refused
+
     path = tmp_path / "b.json"
-    path.write_text(atomicfile.dumps_json({"scenarios": {"s": {"expected_e2e_ms": 100.0}}}))
+    path.write_text(atomicfile.dumps_json({"scenarios": {"s": entry(100.0)}}))
     improve = RegenSettings("improve", 0.05, False)
-    assert regenerate(path, "s", {"expected_e2e_ms": 99.0}, improve, METADATA).action == "kept"
+    assert regenerate(path, "s", entry(99.0), improve, METADATA).action == "kept"
     assert "metadata" not in json.loads(path.read_text())  # nothing written when kept
-    assert regenerate(path, "s", {"expected_e2e_ms": 90.0}, improve, METADATA).action == "replaced"
+    assert regenerate(path, "s", entry(90.0), improve, METADATA).action == "replaced"
     dry = RegenSettings("replace", 0.05, True)
     before = path.read_bytes()
-    assert regenerate(path, "t", {"expected_e2e_ms": 1.0}, dry, METADATA).action == "added"
+    assert regenerate(path, "t", entry(1.0), dry, METADATA).action == "added"
     assert path.read_bytes() == before
     doc = json.loads(before)
-    assert doc == {"scenarios": {"s": {"expected_e2e_ms": 90.0}}, "metadata": METADATA}
+    assert doc == {"scenarios": {"s": entry(90.0)}, "metadata": METADATA}

@@ -34,11 +34,21 @@ def repo(tmp_path):
             "--metric: expected e2e or a stage's name (DenoisingStage), got nothing",
         ),
         (["--good", "HEAD~1", "--bad", "HEAD", "--repo", "{tmp}"], "--repo: {tmp} is not in a git repository"),
+        (
+            ["--good", "HEAD~1", "--bad", "HEAD", "--subdir", "python/"],
+            "--subdir: --good {second} of {repo} has no 'python'",
+        ),
     ],
 )
 def test_mistakes_are_one_line_before_any_step(repo, tmp_path, args, expected):
     head, first = git(repo, "rev-parse", "HEAD")[:12], git(repo, "rev-parse", "HEAD~2")[:12]
-    fill = {"repo": repo, "head": head, "first": first, "tmp": tmp_path}
+    fill = {
+        "repo": repo,
+        "head": head,
+        "first": first,
+        "tmp": tmp_path,
+        "second": git(repo, "rev-parse", "HEAD~1")[:12],
+    }
     result = diffperf("bisect", *(a.format(**fill) for a in args), "--", "--diffperf=pr_test", cwd=repo)
     assert result.returncode == 2
     assert result.stderr == f"diffperf bisect: error: {expected.format(**fill)}\n"

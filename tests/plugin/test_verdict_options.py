@@ -34,10 +34,14 @@ MISTAKES = [
         ["--diffperf-base=current", "--diffperf-ab-request-pairs=0"],
         "--diffperf-ab-request-pairs: expected an integer >= 1, got '0'",
     ),
-    (["--diffperf-base=current", "--diffperf-ab-max-requests=4"], "A/B budget: the budget allows 0 process pair(s)"),
+    (
+        ["--diffperf-base=current", "--diffperf-ab-max-requests=4"],
+        "--diffperf-ab-max-requests: expected at least 16 requests (2 process pairs, --diffperf-ab-min-process-pairs, "
+        "of 4 request pairs, --diffperf-ab-request-pairs, both sides), got 4",
+    ),
     (
         ["--diffperf-base=current", "--diffperf-ab-max-process-pairs=1"],
-        "fewer than min_process_pairs 2: a verdict needs 2 process pairs",
+        "--diffperf-ab-max-process-pairs: expected at least --diffperf-ab-min-process-pairs (2), got 1",
     ),
     (
         ["--diffperf-base=current", "--diffperf-ab-min-process-pairs=0"],
@@ -67,7 +71,8 @@ MISTAKES = [
     (["--diffperf-noise=missing.json"], "missing.json: file not found"),
     (
         ["--diffperf-busy-share=150%"],
-        "--diffperf-busy-share: expected a share of the machine between 0 and 1 (25% or 0.25), or off, got '150%'",
+        "--diffperf-busy-share: expected a share of the machine between 0.1% and 100% (25% or 0.25), or off, got "
+        "'150%'",
     ),
     (["--diffperf-busy-share=busy"], "--diffperf-busy-share: expected a fraction > 0 such as 0.1 or 10%, got 'busy'"),
     (

@@ -151,3 +151,31 @@ def test_perf_log_lines_stay_whole_under_concurrent_writers(tmp_path, monkeypatc
     lines = (tmp_path / PERF_LOG_FILE).read_text().splitlines()
     assert len(lines) == 400
     assert all(PerfRecord.model_validate(json.loads(line)).steps == [1.0] * 200 for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--inject-delay", "DenoisingStage=nan"], "argument --inject-delay: delay must be a finite number >= 0"),
+        (["--inject-delay", "step:0=inf"], "argument --inject-delay: delay must be a finite number >= 0"),
+        (["--inject-jitter", "nan"], "argument --inject-jitter: must be a finite number >= 0, got 'nan'"),
+        (["--inject-output-noise", "inf"], "argument --inject-output-noise: must be a finite number >= 0, got 'inf'"),
+        (["--inject-load-delay", "nan"], "argument --inject-load-delay: must be a finite number >= 0, got 'nan'"),
+        (["--port", "70000"], "argument --port: must be a port from 0 to 65535, got 70000"),
+        (["--port", "-1"], "argument --port: must be a port from 0 to 65535, got -1"),
+    ],
+)
+def test_non_finite_faults_and_ports_out_of_range_are_usage_errors(flags, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--model-path", "tiny/flux-t2i", *flags])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_thread_count_variable_that_is_no_count_is_a_usage_error(capsys, monkeypatch):
+    monkeypatch.setenv("DIFFPERF_REFSERVER_THREADS", "many")
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--model-path", "tiny/flux-t2i"], fork=False)
+    assert exited.value.code == 2
+    assert "$DIFFPERF_REFSERVER_THREADS: expected a number of threads >= 1, got 'many'" in capsys.readouterr().err

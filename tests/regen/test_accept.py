@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import statistics
 from pathlib import Path
@@ -303,4 +304,100 @@ def test_a_bad_min_improvement_is_an_argument_error(capsys):
     assert capsys.readouterr().err.endswith(
         "diffperf accept: error: argument --min-improvement: expected a fraction in [0, 1) such as 0.05 or 5%, "
         "got '150%'\n"
+    )
+
+
+def row_set(**fields):
+    """The first request row of the real run with ``fields`` set."""
+
+    def change(doc: dict) -> dict:
+        doc["rows"][0] |= fields
+        return doc
+
+    return change
+
+
+def renamed(name: str):
+    def change(doc: dict) -> dict:
+        old = doc["scenarios"][0]["scenario"]
+        doc["scenarios"][0]["scenario"] = name
+        for r in doc["rows"]:
+            r["scenario"] = name if r["scenario"] == old else r["scenario"]
+        return doc
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (row_set(e2e_ms=float("nan")), "TMP/r.json: rows.0.e2e_ms: expected a finite number, got nan"),
+        (row_set(e2e_ms=float("inf")), "TMP/r.json: rows.0.e2e_ms: expected a finite number, got inf"),
+        (row_set(e2e_ms=-1.0), "TMP/r.json: rows.0.e2e_ms: expected a number greater than or equal to 0, got -1.0"),
+        (row_set(e2e_ms=1e308), "TMP/r.json: rows.0.e2e_ms: expected a number less than or equal to 1000000000"),
+        (row_set(e2e_ms="2532.2"), "TMP/r.json: rows.0.e2e_ms: expected a valid number, got '2532.2'"),
+        (row_set(e2e_ms=True), "TMP/r.json: rows.0.e2e_ms: expected a valid number, got True"),
+        (row_set(load_ms=-5.0), "TMP/r.json: rows.0.load_ms: expected a number greater than or equal to 0"),
+        (row_set(stages_ms={"DenoisingStage": -2.0}), "TMP/r.json: rows.0.stages_ms.DenoisingStage: expected a"),
+        (row_set(steps_ms=[1.0, -1.0]), "TMP/r.json: rows.0.steps_ms.1: expected a number greater than or equal"),
+        (row_set(surprise=1), "TMP/r.json: rows.0.surprise: unknown key"),
+        (lambda d: {**d, "rows": [{k: v for k, v in d["rows"][0].items() if k != "stages_ms"}]},
+         "TMP/r.json: rows.0.stages_ms: required key is missing"),
+    ],
+)  # fmt: skip
+def test_a_row_the_loader_would_refuse_is_refused_before_anything_is_written(tmp_path, capsys, change, message):
+    err = refusal(tmp_path, capsys, change(real()))
+    assert err.startswith("diffperf accept: error: " + message), err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["-k", "", "a\nb", "flux\u00a0tiny", "../escape", "a b"])
+def test_a_scenario_name_the_loader_refuses_is_never_written(tmp_path, capsys, name):
+    err = refusal(tmp_path, capsys, renamed(name)(real()))
+    assert f"diffperf accept: refused: TMP/r.json: scenario {name!r} cannot be a baseline key: " in err
+    assert "Traceback" not in err
+
+
+def test_from_without_an_ab_run_is_an_error_naming_the_option(tmp_path, capsys):
+    err = refusal(tmp_path, capsys, real(), "--from=candidate")
+    assert err.strip() == (
+        "diffperf accept: error: --from: the results hold no A/B run (no base and candidate sides) to take "
+        "candidate's requests from; leave --from out"
+    )
+
+
+def test_a_recorded_baseline_outside_this_folder_is_never_the_default(tmp_path, monkeypatch, capsys, bundled):
+    doc = real() | {"baselines": [str(bundled)]}  # an absolute path the run recorded
+    results = write(tmp_path / "r.json", doc)
+    before = bundled.read_bytes()
+    monkeypatch.chdir(REPO / "tests")
+    assert main(["accept", results]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"diffperf accept: error: --baselines: which baseline file? the run's {bundled} is outside this folder: "
+        "pass --baselines FILE_OR_FOLDER"
+    )
+    assert bundled.read_bytes() == before
+
+
+def test_an_entry_the_loader_would_refuse_leaves_every_file_as_it_was(tmp_path, capsys):
+    doc = real()
+    doc["scenarios"][1]["measurement"]["wall_s"] = 1e308  # read as a time; the entry's estimated_full_test_time_s
+    err = refusal(tmp_path, capsys, doc)
+    assert err.startswith(
+        "diffperf accept: error: the baseline file would not load after this write: TMP/target/perf_baselines/"
+        "cpu.json: scenarios.flux_tiny_t2i_8steps.estimated_full_test_time_s: expected "
+    ), err
+    assert "Traceback" not in err
+
+
+def test_a_fifo_in_a_results_folder_is_refused_without_waiting(tmp_path, capsys, bundled):
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    shards(folder)
+    os.mkfifo(folder / "stuck.json")
+    assert main(["accept", str(folder), f"--baselines={bundled}"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.strip()
+        == f"diffperf accept: error: {folder / 'stuck.json'}: expected a JSON file, got a FIFO, socket or device"
     )

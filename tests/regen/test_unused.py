@@ -126,6 +126,85 @@ def test_prune_user_errors(capsys, monkeypatch, args, message):
     assert capsys.readouterr().err.strip() == message
 
 
+def files_of(folder: Path) -> dict[str, bytes | str]:
+    """Every file under ``folder`` (a link as its target)."""
+    return {
+        str(p): f"-> {p.readlink()}" if p.is_symlink() else p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() or p.is_symlink()
+    }
+
+
+def refused_prune(capsys, bundled: Path, *args: str) -> str:
+    """stderr of a --prune refused with exit 2, checked to have changed nothing under ``bundled``'s folder."""
+    before = files_of(bundled.parent)
+    assert main(["lint", str(bundled), "--hardware=cpu", "--prune", *args]) == 2
+    assert files_of(bundled.parent) == before
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err.replace(str(bundled), "DATA")
+
+
+def test_prune_deletes_nothing_while_a_linted_case_file_does_not_parse(bundled, capsys):
+    (bundled / "more_cases.json").write_text('{"cases": [')  # its cases would count as absent
+    err = refused_prune(capsys, bundled, f"--gt-dir={bundled / 'ground_truth'}")
+    assert err.startswith("diffperf lint: error: --prune: 1 error(s) in the linted files, the first: DATA/more_cases")
+    assert "invalid JSON" in err and err.rstrip().endswith("(--prune removes nothing while an input is broken)")
+
+
+def test_prune_against_a_case_file_without_cases_removes_nothing(bundled, capsys, tmp_path):
+    empty = tmp_path / "none.json"
+    empty.write_text('{"cases": []}')
+    err = refused_prune(capsys, bundled, f"--cases={empty}")
+    assert err.strip() == (
+        f"diffperf lint: error: {empty}: defines no case: every entry would be unused; --prune removes nothing "
+        "against it"
+    )
+
+
+def test_prune_never_follows_a_link_out_of_the_ground_truth_folder(bundled, capsys, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "gone_t2i_1gpu.png").write_bytes((bundled / "ground_truth" / "gone_t2i_1gpu.png").read_bytes())
+    (bundled / "ground_truth" / "gone_t2i_1gpu.png").unlink()
+    (bundled / "ground_truth" / "gone_t2i_1gpu.png").symlink_to(outside / "gone_t2i_1gpu.png")
+    before = files_of(outside)
+    err = refused_prune(capsys, bundled, f"--gt-dir={bundled / 'ground_truth'}")
+    assert err.startswith("diffperf lint: error: DATA/ground_truth/gone_t2i_1gpu.png: leads out of the ground-truth")
+    assert files_of(outside) == before
+
+
+def test_prune_never_rewrites_a_manifest_linked_from_elsewhere(bundled, capsys, tmp_path):
+    manifest = bundled / "ground_truth" / "manifest.json"
+    elsewhere = tmp_path / "manifest.json"
+    elsewhere.write_bytes(manifest.read_bytes())
+    manifest.unlink()
+    manifest.symlink_to(elsewhere)
+    before = elsewhere.read_bytes()
+    err = refused_prune(capsys, bundled, f"--gt-dir={bundled / 'ground_truth'}")
+    assert err.startswith("diffperf lint: error: DATA/ground_truth/manifest.json: leads out of the ground-truth")
+    assert elsewhere.read_bytes() == before
+
+
+def test_prune_that_would_leave_a_file_the_loader_refuses_changes_nothing(bundled, capsys):
+    path = bundled / "perf_baselines" / "cpu.json"
+    doc = json.loads(path.read_text())
+    doc["runner_overrides"] = {"ci-": {"gone_t2i": {"expected_e2e_ms": 1.0}}}  # names the pruned scenario
+    path.write_text(json.dumps(doc, indent=4))
+    err = refused_prune(capsys, bundled)
+    assert err.startswith("diffperf lint: error: DATA/perf_baselines/cpu.json: runner_overrides.ci-.gone_t2i: ")
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_gt_dir_that_is_no_folder_is_one_line(bundled, capsys, kind):
+    given = bundled / ("nope" if kind == "missing" else "cases.json")
+    err = refused_prune(capsys, bundled, f"--gt-dir={given}")
+    what = "not found" if kind == "missing" else "is not a folder"
+    assert err.strip() == f"diffperf lint: error: --gt-dir: {given}: {what}; expected the ground-truth folder".replace(
+        str(bundled), "DATA"
+    )
+
+
 @pytest.mark.skipif(
     any(importlib.util.find_spec(name) is None for name in ("torch", "open_clip", "skimage")),
     reason="the run checks the bundled outputs: needs the consistency extra (not in a plugin-only install)",

@@ -26,6 +26,8 @@ def repo(tmp_path):
     (repo / "python" / "sidemod.py").write_text("WHICH = 'first'\n")
     commit(repo, "first")
     (repo / "python" / "sidemod.py").write_text("WHICH = 'second'\n")
+    (repo / "notes").mkdir()
+    (repo / "notes" / "README.md").write_text("no code here\n")
     commit(repo, "second")
     return repo
 
@@ -102,6 +104,7 @@ def test_a_kept_checkout_is_reused_when_clean_and_refused_with_changes(repo, tmp
     [
         ("git=nope", "revision 'nope' does not exist in {repo} (fetch it first, e.g. git fetch origin main)", "git"),
         ("git=HEAD:docs", "commit {head} of {repo} has no 'docs'", "git"),
+        ("git=HEAD:notes", "'notes' of commit {head} holds no Python module or package: its server would", "git"),
         ("git=HEAD; repo=missing", "'missing' is not a folder", "repo"),
     ],
 )
@@ -111,6 +114,17 @@ def test_errors(repo, text, message, key):
     assert (info.value.source, info.value.key) == (SOURCE, key)
     assert message.format(repo=repo, head=git(repo, "rev-parse", "HEAD")[:12]) in str(info.value)
     assert worktrees(repo) == []
+
+
+@pytest.mark.parametrize("install", ["", "; install"])
+def test_a_cache_that_is_a_file_is_one_error_naming_the_key(repo, tmp_path, install):
+    cache = tmp_path / "cache.txt"
+    cache.write_text("not a folder\n")
+    with pytest.raises(DiffperfError) as info:
+        build(GitCheckouts(repo), f"git=HEAD:python; cache={cache}{install}")
+    assert (info.value.source, info.value.key) == (SOURCE, "cache")
+    assert f"cannot keep checkouts and venvs in {cache}" in str(info.value)
+    assert worktrees(repo) == [] and cache.read_text() == "not a folder\n"
 
 
 def test_outside_a_repository_and_in_a_shallow_clone(repo, tmp_path):
