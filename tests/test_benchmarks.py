@@ -38,6 +38,7 @@ SMOKES = {
     "bench_interference": ("flux_kontext_tiny_edit: ", (SERVER,)),
     "bench_ab_cost": ("| mode | wall s |", (SERVER,)),
     "bench_ci_cost": ("static: ", ()),
+    "bench_real_server": ("scenario_overhead_ms", (SERVER,)),
 }
 
 

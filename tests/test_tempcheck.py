@@ -3,10 +3,13 @@ leaves a file in the temp folder fails the run, naming it; nothing is left eithe
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support.paths import REPO
 
 LEAVES = """
 import tempfile
@@ -20,6 +23,8 @@ def test_leaves_a_folder():
 @pytest.fixture
 def suite_hooks(pytester, monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # the inner run is a controller of its own
+    path = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))  # the subprocess imports this suite's conftest
     pytester.makeconftest("from tests.conftest import pytest_configure, pytest_sessionstart, pytest_unconfigure\n")
     return pytester
 
