@@ -11,6 +11,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -23,7 +24,7 @@ from filelock import FileLock
 
 from pytest_diffperf._util.atomicfile import lock_path
 from tests.support.gitrepo import commit, git, init, with_plugin, worktrees
-from tests.support.paths import REPO
+from tests.support.paths import REPO, SGLANG_DATA
 from tests.support.signals import python_with_default_signals
 from tests.support.suite import GENEROUS, TOLERANCES, tiny_case
 
@@ -231,3 +232,22 @@ def test_an_accept_interrupted_while_it_waits_for_the_lock_writes_nothing(tmp_pa
     assert err.strip().splitlines()[-1] == f"diffperf accept: {said}; stopped, nothing left running"
     assert baselines.read_bytes() == before
     assert sorted(p.name for p in baselines.parent.iterdir()) == [".cpu.json.lock", "cpu.json"]
+
+
+@pytest.mark.parametrize(("sig", "code", "said"), SIGNALS)
+def test_a_verify_sglang_interrupted_in_sglangs_own_code_leaves_nothing(tmp_path, sig, code, said):
+    """SGLang's harness is foreign code: this copy's ``test_utils.py`` starts a process and blocks at import."""
+    tree = tmp_path / "src"
+    shutil.copytree(SGLANG_DATA / "v0.5.23" / "src" / "sglang", tree / "sglang")
+    utils = tree / "sglang" / "multimodal_gen" / "test" / "test_utils.py"
+    blocking = 'import subprocess as _sp, time as _t\n_sp.Popen(["sleep", "300"])\n_t.sleep(120)\n'
+    utils.write_text(blocking + utils.read_text())
+    command = ["-m", "pytest_diffperf.cli", "verify-sglang", str(tree), "--openai-as-installed"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def sleeping(children: list[psutil.Process]) -> bool:
+        return any(cmdline(c) == "sleep 300" for c in children)
+
+    returncode, err, seen = interrupt_when(command, tmp_path, env, sleeping, sig)
+    assert returncode == code, err
+    assert_one_line_and_nothing_left(err, f"diffperf verify-sglang: {said}; stopped, nothing left running", seen)
