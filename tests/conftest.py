@@ -30,6 +30,7 @@ FORK_SERVER = pytest.StashKey[forks.ForkServer]()
 # --dist loadfile hands files out in collection order (reordering by test count is turned off below), so a
 # long file never starts near the end while the other worker runs out of work.
 LONGEST_FIRST = (
+    "tests/test_ci_workflows.py",
     "tests/plugin/test_bundled_suite.py",
     "tests/test_benchmarks.py",
     "tests/plugin/test_orphans.py",

@@ -154,9 +154,12 @@ class Launcher:
         """Flags that keep what the server writes inside ``folder`` (the server's own log folder), where it would
         write elsewhere by default: ``sglang serve`` writes every output into ``./outputs/`` of its working
         directory (``--output-path``'s default), so it gets ``--output-path FOLDER/outputs`` unless the serve args
-        set it. The pool adds these to ``server_command``; a launcher whose server writes nothing returns []."""
+        set it. The pool adds these to ``server_command``; a launcher whose server writes nothing, or with a
+        command line of its own, gets []."""
+        if not self.writes_outputs or type(self).command is not Launcher.command:  # not SGLang's command line
+            return []
         args = shlex.split(os.path.expandvars(spec.serve_args))
-        if not self.writes_outputs or any(a == OUTPUT_PATH or a.startswith(f"{OUTPUT_PATH}=") for a in args):
+        if any(a == OUTPUT_PATH or a.startswith(f"{OUTPUT_PATH}=") for a in args):
             return []
         return [OUTPUT_PATH, str(folder / "outputs")]
 

@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support.gitrepo import commit, git, init, inject_delay, with_plugin, worktrees
@@ -44,6 +45,14 @@ def test_a_pull_request_against_origin_main_is_regressed(pytester, pr_repo):
     assert worktrees(pytester.path) == [] and not refservers()
 
 
+def command_line(proc: psutil.Process) -> str:
+    """A process's command line ('' once it has ended: a zombie has none)."""
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.Error:
+        return ""
+
+
 def test_an_interrupted_run_removes_its_worktree(pytester, pr_repo):
     args, _, _ = pr_repo
     hang = "--diffperf-base=git=origin/main; args=--inject-hang-on-request 1"
@@ -51,7 +60,7 @@ def test_an_interrupted_run_removes_its_worktree(pytester, pr_repo):
     command = python_with_default_signals("-m", "pytest", *args, hang)
     proc = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.DEVNULL)
     interrupt_when_serving(
-        proc, lambda run: [p for p in run if "--inject-hang-on-request" in " ".join(p.cmdline())], signal.SIGTERM, 120
+        proc, lambda run: [p for p in run if "--inject-hang-on-request" in command_line(p)], signal.SIGTERM, 120
     )
     assert worktrees(pytester.path) == []
     assert not set(Path(tempfile.gettempdir()).glob("diffperf-git-*")) - before

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,13 @@ def harness(tmp_path_factory):
             "PYTHONPATH", os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])
         )
         yield sglang.load_harness()
+
+
+@pytest.fixture(autouse=True)
+def server_logs_in_the_tests_folder(monkeypatch, tmp_path):
+    """SGLang's ServerManager writes each server's stdout to ``sgl_server_PORT_MODEL.log`` in the temp folder and
+    leaves it there: here, in the test's own folder."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
 
 def _case(harness, case_id: str, *server_extras: str):
