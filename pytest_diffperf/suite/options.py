@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, overload
 
 import pytest
+from packaging.version import Version
 
 from .._util.text import truthy
 from .._util.values import (
@@ -401,7 +402,14 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             metavar = "PROFILE" if opt.flag == "--diffperf" else opt.dest.rsplit("_", 1)[-1].upper()
             group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
-        parser.addini(opt.dest, opt.help.replace("%%", "%"), type=opt.ini_type, default=None)
+        parser.addini(opt.dest, opt.help.replace("%%", "%"), type=declared_type(opt), default=None)
+
+
+def declared_type(opt: Option) -> Literal["bool", "int", "float", "string"]:
+    """The ini type pytest is told: ``opt.ini_type``, but ``string`` for numbers before pytest 8.4 (which added
+    ``int`` and ``float``; the plugin's own parser then reads the text, as it reads the command line)."""
+    numbers = Version(pytest.__version__).release >= (8, 4)
+    return opt.ini_type if numbers or opt.ini_type in ("bool", "string") else "string"
 
 
 INI_EXPECTED = {"bool": "true or false (1/0, yes/no, on/off)", "int": "an integer", "float": "a number of seconds",
