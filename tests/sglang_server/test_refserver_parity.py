@@ -92,6 +92,7 @@ def documented() -> set[str]:
 
 def test_the_reference_server_differs_from_sglang_only_where_the_docs_say(tmp_path_factory, monkeypatch):
     monkeypatch.setenv(MODELS_ENV, str(models_dir(tmp_path_factory)))
+    monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmp")))  # the servers' own temp files (SGLang's IPC)
     real = observe("sglang", tmp_path_factory.mktemp("sglang"))
     ours = observe("reference", tmp_path_factory.mktemp("reference"))
     differs = {aspect for aspect in real if real[aspect] != ours[aspect]}

@@ -55,9 +55,11 @@ def models_dir(make: pytest.TempPathFactory) -> Path:
 
 
 def run_pytest(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest ARGS`` in ``cwd``, as a user of the bundled real-server cases runs it."""
+    """``python -m pytest ARGS`` in ``cwd``, as a user of the bundled real-server cases runs it, with ``cwd/tmp`` as
+    its temp folder: SGLang's server leaves files in its own (IPC names, Hugging Face's config locks)."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(cwd), *args]
-    environ = {**os.environ, **(env or {})}
+    (cwd / "tmp").mkdir(exist_ok=True)
+    environ = {**os.environ, "TMPDIR": str(cwd / "tmp"), **(env or {})}
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=environ)
 
 
