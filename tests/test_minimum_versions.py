@@ -15,7 +15,7 @@ tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 def floors(requirements: list[str]) -> dict[str, Version]:
     found = {}
     for requirement in requirements:
-        match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", requirement.strip())
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9.]+)(?:,<[0-9.]+)?", requirement.strip())  # a ceiling too
         if match:
             found[match[1].lower()] = Version(match[2])
     return found
