@@ -50,7 +50,9 @@ def test_the_readme_ci_and_bench_suite_share_the_test_commands():
     readme = (REPO / "README.md").read_text()
     for args in (bench.FULL, bench.FAST):  # the whole command: followed by a space or the code span's end
         assert re.search(re.escape(f"pytest {shlex.join(args)}") + r"[ `]", readme), args
-    assert "\nbash .ci/readme\n" in (REPO / ".ci" / "run").read_text()  # in the README's venv, built from scratch
+    ci = (REPO / ".ci" / "run").read_text()
+    assert f"\npython3 -m pytest {shlex.join(bench.FULL)}\n" in ci  # the whole suite, in the development venv
+    assert '\nbash .ci/readme -m "not server"\n' in ci  # the fast tests in the README's venv, built from scratch
     assert f"\npytest {shlex.join(bench.FULL)} " in (REPO / ".ci" / "readme").read_text()
 
 
