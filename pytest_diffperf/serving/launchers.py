@@ -171,8 +171,9 @@ class Launcher:
         env[protocol.STAGE_LOGGING_ENV] = "1"
         env[protocol.PERF_LOG_DIR_ENV] = str(perf_dir)
         path = env.get("PATH", os.environ.get("PATH", ""))
-        if search_path(path) != path:
-            env["PATH"] = search_path(path)
+        searched = search_path(path)
+        if searched != path:
+            env["PATH"] = searched
         return env
 
     def request(self, base_url: str, case: Case, timeout: float) -> client.Output:
