@@ -70,7 +70,7 @@ def test_with_another_openai_the_harness_runs_at_the_release_s_pin_from_the_cach
     with capfd_out.open("w") as out:
         code = subprocess.run(
             [sys.executable, "-m", "pytest_diffperf.cli", "verify-sglang", str(RELEASES["0.5.23"]), "--suite", "1-gpu"],
-            stdout=out, stderr=subprocess.STDOUT, check=False, env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=out, stderr=subprocess.STDOUT, check=False, env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))},
         ).returncode  # fmt: skip
     text = capfd_out.read_text()
     assert code == 0, text
