@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-NOISE_STUDY = REPO.parent / "shared" / "noise-study" / "data"
 # reference servers, or seconds of torch, pytest or simulation start-up: out of the fast tests
 SERVER = pytest.mark.server
 
@@ -27,10 +26,7 @@ SMOKES = {
     "bench_collection": ("plugin time", (SERVER,)),
     "bench_consistency": ("ratio", (SERVER,)),
     "bench_suite": ("| slowest tests (", (SERVER,)),
-    "bench_verdicts": (
-        "| set | metric |",
-        (SERVER, pytest.mark.skipif(not NOISE_STUDY.is_dir(), reason="../shared/noise-study/data is absent")),
-    ),
+    "bench_verdicts": ("| set | metric |", (SERVER,)),
     "bench_refserver": ("| own / forked |", (SERVER,)),
     "bench_bundled_noise": ("| scenario | e2e ms", (SERVER,)),
     "bench_bundled_suite": ("req overhead ms", (SERVER,)),
