@@ -91,7 +91,7 @@ SEQUENTIAL_NOISE = Noise(between=0.2, within=0.1)
 SEQUENTIAL_STAGE_NOISE = Noise(between=0.2, within=0.3)
 # A busy machine (outside processes over --diffperf-busy-share while a process pair measured): identical builds side by
 # side on this 2-vCPU VM beside a full test suite (load 4-5) gave one process pair's e2e log ratio an sd of about 0.36
-# at m = 1, against 0.098 from the priors (docs/benchmarks.md, "A/A on a busy machine").
+# at m = 1, against 0.098 from the priors (docs/benchmarks-archive.md, "A/A on a busy machine").
 BUSY_NOISE = 4.0
 
 
