@@ -1,7 +1,7 @@
 """Verdict quality on recorded real sessions: false alarms, detection, the stage named, requests per verdict.
 
 Three ways of judging a scenario are compared on the same recorded timings (``--data``, default
-``../shared/noise-study/data``: tiny Flux and SD pipelines on a shared 2-vCPU VM):
+``benchmarks/noise-study/data``: tiny Flux and SD pipelines on a shared 2-vCPU VM):
 
 - **A/B** (``pytest_diffperf.verdicts``): a fresh base and candidate server side by side, request
   pairs alternated, k process pairs x m request pairs, adaptive (stop when decisive, add a
@@ -148,7 +148,7 @@ from pytest_diffperf.verdicts.static import (
 from pytest_diffperf.verdicts.vocab import IMPROVED, INCONCLUSIVE, REGRESSED, STATIC_VERDICTS, UNCHANGED
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "noise-study" / "data"
+DEFAULT_DATA = REPO / "benchmarks" / "noise-study" / "data"
 STAGES = {
     "text_encode": TEXT_ENCODING_STAGE,
     "latent_prep": LATENT_PREPARATION_STAGE,

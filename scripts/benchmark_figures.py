@@ -5,8 +5,9 @@
 Each benchmark runs at the size in FIGURES below, one after another, from the repository root; its
 block (between ``<!-- figures: NAME -->`` and ``<!-- /figures: NAME -->``) gets the command, the
 date, the commit, the machine's cores and its 1-minute load average before and after, and the
-output. ``--only`` reruns some and keeps the other blocks as they are. The dated log below the
-section is never touched: move a superseded figure there by hand, with its date, when it matters.
+output. ``--only`` reruns some and keeps the other blocks as they are. What follows the section is
+never touched: move a superseded figure to docs/benchmarks-archive.md by hand, with its date, when it
+matters.
 ``--smoke`` runs each at its ``--smoke`` size (what tests/test_benchmarks.py checks).
 """
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-NOISE_STUDY = REPO.parent / "shared" / "noise-study" / "data"
 # reference servers, or seconds of torch, pytest or simulation start-up: out of the fast tests
 SERVER = pytest.mark.server
 
@@ -27,10 +26,7 @@ SMOKES = {
     "bench_collection": ("plugin time", (SERVER,)),
     "bench_consistency": ("ratio", (SERVER,)),
     "bench_suite": ("| slowest tests (", (SERVER,)),
-    "bench_verdicts": (
-        "| set | metric |",
-        (SERVER, pytest.mark.skipif(not NOISE_STUDY.is_dir(), reason="../shared/noise-study/data is absent")),
-    ),
+    "bench_verdicts": ("| set | metric |", (SERVER,)),
     "bench_refserver": ("| own / forked |", (SERVER,)),
     "bench_bundled_noise": ("| scenario | e2e ms", (SERVER,)),
     "bench_bundled_suite": ("req overhead ms", (SERVER,)),
@@ -77,7 +73,7 @@ def test_smoke_run_prints_its_table(name: str, table: str):
 
 
 def test_the_current_figures_are_regenerated_in_place(tmp_path: Path):
-    """scripts/benchmark_figures.py rewrites one benchmark's block of the section; the log below stays."""
+    """scripts/benchmark_figures.py rewrites one benchmark's block of the section; what follows it stays."""
     doc = tmp_path / "benchmarks.md"
     original = (REPO / "docs" / "benchmarks.md").read_text()
     doc.write_text(original)
@@ -88,3 +84,22 @@ def test_the_current_figures_are_regenerated_in_place(tmp_path: Path):
     assert text.split("<!-- /current figures -->")[1] == original.split("<!-- /current figures -->")[1]
     (block,) = re.findall(r"(?s)<!-- figures: bench_baselines -->.*?<!-- /figures: bench_baselines -->", text)
     assert "`python benchmarks/bench_baselines.py --smoke` at " in block and "1 repeats" in block
+
+
+def test_every_section_the_repository_cites_in_the_benchmark_pages_is_there():
+    """A citation such as ``docs/benchmarks.md, "A/B cost"`` names the start of a heading of that page (the
+    current figures or the archive): moving a section from one page to the other moves its citations too."""
+    cite = re.compile(r"(benchmarks(?:-archive)?\.md)`?,?\s+\"([^\"]+)\"")
+    headings = {
+        page: [
+            line.lstrip("#").strip() for line in (REPO / "docs" / page).read_text().splitlines() if line.startswith("#")
+        ]
+        for page in ("benchmarks.md", "benchmarks-archive.md")
+    }
+    files = [*REPO.glob("*.md"), *(REPO / "docs").glob("*.md"), *REPO.glob("pytest_diffperf/**/*.py")]
+    files += [*REPO.glob("benchmarks/**/*.py"), *REPO.glob("tests/**/*.py"), *REPO.glob("scripts/**/*.py")]
+    cited = [(path, m[1], " ".join(m[2].split())) for path in files for m in cite.finditer(path.read_text())]
+    assert len(cited) > 10
+    missing = [(str(path.relative_to(REPO)), page, name) for path, page, name in cited if not any(
+        h.startswith(name) for h in headings[page])]  # fmt: skip
+    assert not missing

@@ -67,6 +67,14 @@ class _Pending:
 
 @dataclass
 class ServerPool:
+    """One process's server processes: at most one running, reused by every scenario of its group.
+
+    Owns starting (on this process's ports and devices, a start begun ahead by :meth:`spawn`),
+    reusing, restarting a server that died or hung, not retrying a group whose start failed, the
+    record of every start (``launches``), and stopping (:meth:`release`). It does not measure: the
+    caller sends the requests.
+    """
+
     workdir: Path
     startup_timeout: float
     progress: Callable[[str], None] = lambda _msg: None

@@ -42,6 +42,14 @@ SERVERS_PROPERTY = "diffperf_servers"  # every server a scenario started, failed
 
 
 class ResultsCollector:
+    """The run's results and what is written from them: a pytest plugin registered once per process.
+
+    Owns the scenario results gathered from the test reports (an xdist controller gets its workers'),
+    the results file (written whole or not at all), the consistency summary, the step summary,
+    history and HTML report, the report header and the terminal summary's lines. It measures and
+    judges nothing: the scenario items put their results on the reports.
+    """
+
     def __init__(self, header: dict[str, Any], json_path: Path | None, artifacts_dir: Path | None = None):
         self.header = header
         self.json_path = json_path

@@ -43,6 +43,14 @@ from .verdictsettings import ABRun, ab_run, noise_priors, static_policy
 
 @dataclass
 class DiffperfSession:
+    """Everything one pytest process knows once its options are read, built by :meth:`from_config`.
+
+    Owns the parsed settings, the scenarios (baselines and cases, matched), the judging rules and
+    policies, this process's devices, ports and shard, the server pool and the A/B run's side
+    servers (closed by :meth:`close`), and the interference watch. It judges nothing itself: the
+    scenario items read it; the results and their files belong to :class:`~.report.ResultsCollector`.
+    """
+
     settings: Settings
     scenarios: ScenarioSet  # the baselines and cases, and which scenarios run under which node id
     launcher: Launcher

@@ -77,7 +77,7 @@ class MetricSpec:
         return self.weight > 0
 
 
-# Noise priors from ../shared/noise-study (ab_flux, ab_sd: 16 A/A sessions; single-process sets for load),
+# Noise priors from benchmarks/noise-study (ab_flux, ab_sd: 16 A/A sessions; single-process sets for load),
 # rounded up: e2e offsets sd 1.5-3.6 %, request pairs 6.4-7.5 % (MAD) / 8.4-9.1 % (sd); denoise 1.9 % / 5.9-8.4 % (MAD) / 9.8 % (sd);
 # decode 6.5-11.5 % / 7.6-11.5 %; text encoding up to 12 % / 28 %; fresh-process load time about 13 % per process.
 E2E_NOISE = Noise(between=0.04, within=0.09)
@@ -91,7 +91,7 @@ SEQUENTIAL_NOISE = Noise(between=0.2, within=0.1)
 SEQUENTIAL_STAGE_NOISE = Noise(between=0.2, within=0.3)
 # A busy machine (outside processes over --diffperf-busy-share while a process pair measured): identical builds side by
 # side on this 2-vCPU VM beside a full test suite (load 4-5) gave one process pair's e2e log ratio an sd of about 0.36
-# at m = 1, against 0.098 from the priors (docs/benchmarks.md, "A/A on a busy machine").
+# at m = 1, against 0.098 from the priors (docs/benchmarks-archive.md, "A/A on a busy machine").
 BUSY_NOISE = 4.0
 
 

@@ -76,9 +76,10 @@ class StaticNoise:
         return Noise(self.process, self.within, self.process_weight, self.within_weight)
 
 
-# From ../shared/noise-study: process medians of the same build spread 7-13 % (sd) from one fresh
-# process to the next (e2e 9.3 % Flux, 13.1 % SD; decode 7-10.5 %; text encoding 15-19.5 %), single
-# requests 10-14 % around their process; a stored baseline is one such process.
+# From benchmarks/noise-study (the samples; its README says how to re-derive these): process medians
+# of the same build spread 7-13 % (sd) from one fresh process to the next (e2e 9.3 % Flux, 13.1 % SD;
+# decode 7-10.5 %; text encoding 15-19.5 %), single requests 10-14 % around their process; a stored
+# baseline is one such process.
 STATIC_E2E = StaticNoise(baseline=0.11, process=0.11, within=0.13)
 STATIC_DENOISE = StaticNoise(baseline=0.12, process=0.12, within=0.15)
 STATIC_STAGE = StaticNoise(baseline=0.2, process=0.2, within=0.25)

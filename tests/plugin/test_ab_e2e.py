@@ -96,7 +96,7 @@ def test_an_inconclusive_ab_verdict_is_reported_with_what_to_do_next(pytester, s
     wider than the tolerance and than any A/A offset here, so identical builds are inconclusive in every run, and the
     run reports it (summary, reasons, next steps, JUnit). How often identical builds come out decisive at the default
     priors is ``benchmarks/bench_verdicts.py``'s to measure, not one run's: this case's A/A offsets scatter 1.5-1.7x
-    wider here than those priors assume (docs/benchmarks.md, "A/A on a machine noisier than the priors")."""
+    wider here than those priors assume (docs/benchmarks-archive.md, "A/A on a machine noisier than the priors")."""
     noisy = {"ab": {"e2e": NOISY_RUNNER, "denoising_stage": NOISY_RUNNER}}
     (pytester.path / "noise.json").write_text(json.dumps(noisy))
     args = [*ab(suite, tiny_case("same")), "--diffperf-ab-max-process-pairs=2", "--diffperf-ab-request-pairs=1"]
