@@ -93,6 +93,8 @@ from typing import Any
 import numpy as np
 
 from pytest_diffperf.cases import Case, load_cases
+from pytest_diffperf.judging.abscenario import design_for, pair_samples
+from pytest_diffperf.judging.noisy import judge_noisy
 from pytest_diffperf.perf.limits import (
     Check,
     CheckKind,
@@ -114,8 +116,6 @@ from pytest_diffperf.protocol import (
     TEXT_ENCODING_STAGE,
     TIMESTEP_PREPARATION_STAGE,
 )
-from pytest_diffperf.results.abscenario import design_for, pair_samples
-from pytest_diffperf.results.noisy import judge_noisy
 from pytest_diffperf.serving.abservers import SIDES, ABServers, PairWork, Side, SideServer, resolve_side
 from pytest_diffperf.serving.launchers import ServerSpec, get_launcher
 from pytest_diffperf.serving.measure import measure

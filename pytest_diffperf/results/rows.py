@@ -36,7 +36,7 @@ class MemoryFigures(BaseModel):
 
 
 class RequestRow(BaseModel):
-    """One measured request (``results.verdict.request_rows`` writes it); an A/B run's rows name their side."""
+    """One measured request (``judging.verdict.request_rows`` writes it); an A/B run's rows name their side."""
 
     model_config = EXACT
 

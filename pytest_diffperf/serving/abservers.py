@@ -9,7 +9,7 @@ requests, stops it, then the second's, and pairs the requests by index. :meth:`A
 begins a later pair's starts (in another slot) before an earlier pair measures. Which server
 starts first, the order of the request pairs and when to start ahead are the caller's:
 :class:`pytest_diffperf.verdicts.design.ABDesign` decides the first two, and
-:class:`pytest_diffperf.results.abscenario.GroupAB` drives :meth:`ABServers.measure_pair`.
+:class:`pytest_diffperf.judging.abscenario.GroupAB` drives :meth:`ABServers.measure_pair`.
 """
 
 from __future__ import annotations

@@ -17,11 +17,9 @@ from typing import Any
 import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
-from ..perf.measurement import Measurement
-from ..results.interference import ab_interference, interference_record, machine_busy
-from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
-from ..results.noisy import judge_noisy, pooled
-from ..results.verdict import (
+from ..judging.interference import ab_interference, interference_record, machine_busy
+from ..judging.noisy import judge_noisy, pooled
+from ..judging.verdict import (
     E2E_AND_LOAD,
     ScenarioFailure,
     judge_requests,
@@ -31,6 +29,8 @@ from ..results.verdict import (
     missing_case_message,
     request_rows,
 )
+from ..perf.measurement import Measurement
+from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
 from ..serving.client import Output
 from ..serving.interference import Interference, Meter
 from ..serving.measure import Sample, measure
@@ -216,7 +216,7 @@ class ScenarioItem(pytest.Item):
         return result
 
     def _static(self, session: DiffperfSession, first: Attempt, measure_s: float) -> Judged:
-        """Judged against the stored baseline: with the run's noise (``results.noisy``: re-measured on fresh servers
+        """Judged against the stored baseline: with the run's noise (``judging.noisy``: re-measured on fresh servers
         while ``verdicts.static.remeasure`` says so) where the case has 2+ requests, else by the limit engine alone.
 
         Attempts measured while the machine was busy (``BusyPolicy.busy``) are judged only when no quiet one
@@ -298,7 +298,7 @@ class ScenarioItem(pytest.Item):
         return ab if ab is not None and self.case is not None and self.case.run_perf_check else None
 
     def _run_ab(self, session: DiffperfSession, ab: ABRun) -> None:
-        """Judge the scenario A/B (``results.abscenario``) on its server group's process pairs (or, with
+        """Judge the scenario A/B (``judging.abscenario``) on its server group's process pairs (or, with
         ``--diffperf-ab-pairs scenario``, pairs of its own), compare the candidate's output, report."""
         assert self.case is not None
         assert self.spec is not None

@@ -19,8 +19,8 @@ from .._util.atomicfile import write_atomic
 from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..errors import DiffperfError
+from ..judging.interference import run_line
 from ..results import history
-from ..results.interference import run_line
 from ..results.model import RESULTS_VERSION, ScenarioResult, fails_run
 from ..results.nextsteps import RunContext, details, wrapped
 from ..results.provenance import Provenance, collect, machine_note

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from ..cases import Case
 from ..errors import DiffperfError
+from ..judging.abscenario import GroupAB
 from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
-from ..results.abscenario import GroupAB
 from ..results.provenance import CPU_LAUNCHERS
 from ..serving.abservers import SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
@@ -40,7 +40,7 @@ NOISE_PRIORS_MEASURED_ON = frozenset({"cpu"})  # the runner classes the default 
 @dataclass
 class ABRun:
     """A/B settings, the servers' pools (one per side and slot, shared by every scenario of the run) and each
-    server group's process pairs (:class:`~pytest_diffperf.results.abscenario.GroupAB`)."""
+    server group's process pairs (:class:`~pytest_diffperf.judging.abscenario.GroupAB`)."""
 
     sides: dict[Side, SideServer]
     pool: Callable[[int, Side], ServerPool]  # a new pool for a slot and side

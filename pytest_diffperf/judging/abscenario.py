@@ -21,6 +21,15 @@ from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
+from ..results.model import (
+    ABMetricRecord,
+    ABRecord,
+    AttributionRecord,
+    ScenarioResult,
+    ScenarioVerdict,
+    StageShareRecord,
+)
+from ..results.tables import format_failures
 from ..serving.abservers import ABServers, PairRun, PairWork, Side
 from ..serving.client import Output
 from ..serving.interference import Interference, Watch
@@ -31,15 +40,6 @@ from ..verdicts.design import ABDesign
 from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics
 from ..verdicts.noise import NoiseEstimate, estimate_noise
 from ..verdicts.vocab import Verdict
-from .model import (
-    ABMetricRecord,
-    ABRecord,
-    AttributionRecord,
-    ScenarioResult,
-    ScenarioVerdict,
-    StageShareRecord,
-)
-from .tables import format_failures
 from .verdict import PERF_PREFIX, check_record, request_rows
 
 SCENARIO_VERDICT: dict[Verdict, ScenarioVerdict] = {

@@ -13,9 +13,9 @@ from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
+from ..results.model import CheckRecord, ScenarioResult, ScenarioVerdict
+from ..results.tables import format_failures
 from ..serving.measure import Sample
-from .model import CheckRecord, ScenarioResult, ScenarioVerdict
-from .tables import format_failures
 
 # The judged values a result carries (JUnit properties, the summary): check name -> result key.
 JUDGED = {"e2e": "e2e_ms", "load": "load_ms", "avg_denoise": "avg_step_ms", "median_denoise": "median_step_ms"}
