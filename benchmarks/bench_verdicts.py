@@ -116,7 +116,7 @@ from pytest_diffperf.protocol import (
     TEXT_ENCODING_STAGE,
     TIMESTEP_PREPARATION_STAGE,
 )
-from pytest_diffperf.serving.abservers import SIDES, ABServers, PairWork, Side, SideServer, resolve_side
+from pytest_diffperf.serving.abservers import ABServers, PairWork, SideServer, resolve_side
 from pytest_diffperf.serving.launchers import ServerSpec, get_launcher
 from pytest_diffperf.serving.measure import measure
 from pytest_diffperf.serving.pool import ServerPool
@@ -145,7 +145,7 @@ from pytest_diffperf.verdicts.static import (
     scenario_verdict,
     static_codes,
 )
-from pytest_diffperf.verdicts.vocab import IMPROVED, INCONCLUSIVE, REGRESSED, STATIC_VERDICTS, UNCHANGED
+from pytest_diffperf.verdicts.vocab import IMPROVED, INCONCLUSIVE, REGRESSED, SIDES, STATIC_VERDICTS, UNCHANGED, Side
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "noise-study" / "data"

@@ -25,12 +25,12 @@ from ..results.model import (
     ABMetricRecord,
     ABRecord,
     AttributionRecord,
+    Outcome,
     ScenarioResult,
-    ScenarioVerdict,
     StageShareRecord,
 )
 from ..results.tables import format_failures
-from ..serving.abservers import ABServers, PairRun, PairWork, Side
+from ..serving.abservers import ABServers, PairRun, PairWork
 from ..serving.client import Output
 from ..serving.interference import Interference, Watch
 from ..serving.measure import Sample
@@ -39,10 +39,10 @@ from ..verdicts.attribution import Attribution
 from ..verdicts.design import ABDesign
 from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics
 from ..verdicts.noise import NoiseEstimate, estimate_noise
-from ..verdicts.vocab import Verdict
+from ..verdicts.vocab import Side, Verdict
 from .verdict import PERF_PREFIX, check_record, request_rows
 
-SCENARIO_VERDICT: dict[Verdict, ScenarioVerdict] = {
+SCENARIO_VERDICT: dict[Verdict, Outcome] = {
     "regressed": "fail",
     "improved": "pass",
     "unchanged": "pass",

@@ -13,7 +13,7 @@ from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
-from ..results.model import CheckRecord, ScenarioResult, ScenarioVerdict
+from ..results.model import CheckRecord, Outcome, ScenarioResult
 from ..results.tables import format_failures
 from ..serving.measure import Sample
 
@@ -126,7 +126,7 @@ def judge_limits(
         failing = sum(r.verdict in ("fail", "missing") for r in results)
         table = format_failures(results, limits.samples(measurement), rules.preset.statistic)
         message = f"{PERF_PREFIX} {failing} check(s) failed\n{table}"
-        verdict: ScenarioVerdict = "fail"
+        verdict: Outcome = "fail"
     elif "unguarded" in verdicts:
         message = "; ".join(r.message for r in results if r.verdict == "unguarded")
         verdict = "unguarded"

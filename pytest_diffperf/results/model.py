@@ -32,10 +32,9 @@ CONSISTENCY_STATUSES: tuple[ConsistencyStatus, ...] = get_args(ConsistencyStatus
 # read from files before STATUS_VERSION
 OLD_STATUSES: dict[str, ConsistencyStatus] = {"passed": "pass", "failed": "fail"}
 
-# The performance verdict of a scenario; "inconclusive": the evidence supports neither a pass nor a fail.
-ScenarioVerdict = Literal["pass", "fail", "inconclusive", "unguarded", "unjudged", "error", "skipped"]
-# Performance and consistency together; "fail" and "error" fail the run; whether "inconclusive" does
-# is the run's choice (--diffperf-inconclusive), it is never counted as a pass or a fail.
+# A scenario's performance verdict, and its outcome (performance and consistency together): one vocabulary.
+# "inconclusive": the evidence supports neither a pass nor a fail; "fail" and "error" fail the run; whether
+# "inconclusive" does is the run's choice (--diffperf-inconclusive), it is never counted as a pass or a fail.
 Outcome = Literal["pass", "fail", "inconclusive", "error", "skipped", "unguarded", "unjudged"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 FAILING: frozenset[Outcome] = frozenset({"fail", "error"})
@@ -66,7 +65,7 @@ def _reason_kind(result: ScenarioResult) -> str:
     return why.split(";")[0].split(" (")[0].strip() or "skipped"
 
 
-def combine(verdict: ScenarioVerdict, consistency: ConsistencyStatus | None) -> Outcome:
+def combine(verdict: Outcome, consistency: ConsistencyStatus | None) -> Outcome:
     """The overall outcome of a performance verdict and a consistency status (None: not compared)."""
     compared = consistency not in (None, "skipped")
     if verdict == "error":
@@ -296,7 +295,7 @@ class ScenarioResult(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     scenario: str
-    verdict: ScenarioVerdict
+    verdict: Outcome  # the performance verdict alone
     rows: list[dict[str, Any]] = Field(default_factory=list)
     checks: list[CheckRecord] = Field(default_factory=list)
     measured: dict[str, float] = Field(default_factory=dict)  # judged values: the statistic over the requests

@@ -8,11 +8,12 @@ files' cap is one error naming the file and the key, never a figure carried into
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..perf.schema import MAX_VALUE
+from ..verdicts.vocab import Side
 
 # Unknown keys refused, types exact (no "2532.2" or true read as a number), numbers finite.
 EXACT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
@@ -20,7 +21,6 @@ EXACT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 Figure = Annotated[float, Field(ge=0, le=MAX_VALUE)]  # ms or MiB, as a baseline file may hold it
 Count = Annotated[int, Field(ge=0)]
 StepKey = Annotated[str, StringConstraints(pattern=r"^\d+$")]
-Side = Literal["base", "candidate"]
 
 
 class MemoryFigures(BaseModel):

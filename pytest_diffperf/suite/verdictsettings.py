@@ -19,7 +19,7 @@ from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
 from ..platforms import canonical_platform
 from ..results.provenance import CPU_LAUNCHERS
-from ..serving.abservers import SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
+from ..serving.abservers import ABServers, ServerMode, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
 from ..serving.interference import Watch
 from ..serving.launchers import Launcher, ServerSpec
@@ -29,6 +29,7 @@ from ..verdicts.design import ABDesign
 from ..verdicts.metrics import VerdictPolicy, one_at_a_time
 from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_priors
 from ..verdicts.static import StaticPolicy
+from ..verdicts.vocab import SIDES, Side
 from .options import PairSharing, Settings
 
 # process pairs started ahead by default, at most: on a CPU a batch of 4 pairs (8 servers) loading together before

@@ -193,8 +193,8 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
         ),
         (
             [doc(result("a", "FAIL"))],
-            "results-1.json: scenarios.0.verdict: expected 'pass', 'fail', 'inconclusive', 'unguarded', 'unjudged', 'error' or "
-            "'skipped', got 'FAIL'",
+            "results-1.json: scenarios.0.verdict: expected 'pass', 'fail', 'inconclusive', 'error', 'skipped', 'unguarded' or "
+            "'unjudged', got 'FAIL'",
         ),
         ([doc(result("a", ""))], "results-1.json: scenarios.0.verdict: expected 'pass', 'fail',"),
         (
