@@ -29,6 +29,7 @@ from ..results.model import (
     ScenarioResult,
     StageShareRecord,
 )
+from ..results.rows import ServerRecord
 from ..results.tables import format_failures
 from ..serving.abservers import ABServers, PairRun, PairWork
 from ..serving.client import Output
@@ -39,7 +40,7 @@ from ..verdicts.attribution import Attribution
 from ..verdicts.design import ABDesign
 from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics
 from ..verdicts.noise import NoiseEstimate, estimate_noise
-from ..verdicts.vocab import Side, Verdict
+from ..verdicts.vocab import SIDES, Side, Verdict
 from .verdict import PERF_PREFIX, check_record, request_rows
 
 SCENARIO_VERDICT: dict[Verdict, Outcome] = {
@@ -201,13 +202,14 @@ def scenario_result(
         ab=record,
     )
     result.rows = [
-        {"side": s, "process_pair": pair.index, **row}
+        row
         for pair in runs
-        for s in ("base", "candidate")
+        for s in SIDES
         for row in request_rows(
-            scenario_id, pair.samples[s], _measurement(pair.samples[s], case, pair.load_ms[s]), rules.step_fractions
+            scenario_id, pair.samples[s], _measurement(pair.samples[s], case, pair.load_ms[s]), rules.step_fractions,
+            (s, pair.index),
         )
-    ]
+    ]  # fmt: skip
     first = runs[0].samples["candidate"] if runs else []
     return ABScenario(result, first[0].output if first else None)
 
@@ -267,7 +269,7 @@ def ab_record(
         stop=ab.stop,
         metrics=metrics,
         attribution=attribution_record(ab.attribution) if ab.attribution is not None else None,
-        servers=[dict(info) for run in runs for info in run.servers],
+        servers=[ServerRecord.model_validate(info) for run in runs for info in run.servers],
         shared_with=list(shared),
         busy_pairs=ab.busy_pairs,
     )

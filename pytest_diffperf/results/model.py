@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..consistency.result import Status as ConsistencyStatus
 from ..perf.limits import CheckKind, CheckVerdict
 from ..verdicts.vocab import StaticVerdict, StopReason, Verdict
+from .rows import RequestRow, ServerRecord
 
 # 2: "case" became "scenario"; every scenario carries its outcome.
 # 3: what a baseline entry is built from (``diffperf accept``): each request row's own server load, and each
@@ -165,7 +166,7 @@ class ABRecord(BaseModel):
     stop: StopReason | None
     metrics: list[ABMetricRecord]
     attribution: AttributionRecord | None = None
-    servers: list[dict[str, Any]] = Field(default_factory=list)  # side, process pair, pid, port, load_ms, log
+    servers: list[ServerRecord] = Field(default_factory=list)  # side, process pair, pid, port, load_ms, log
     shared_with: list[str] = Field(default_factory=list)  # the group's scenarios measured on the same process pairs
     busy_pairs: int = 0  # process pairs measured busy: judged with the priors verdicts.metrics.BUSY_NOISE times wider
 
@@ -296,11 +297,11 @@ class ScenarioResult(BaseModel):
 
     scenario: str
     verdict: Outcome  # the performance verdict alone
-    rows: list[dict[str, Any]] = Field(default_factory=list)
+    rows: list[RequestRow] = Field(default_factory=list)
     checks: list[CheckRecord] = Field(default_factory=list)
     measured: dict[str, float] = Field(default_factory=dict)  # judged values: the statistic over the requests
     message: str = ""
-    server: dict[str, Any] | None = None  # pid, port, load_ms and log of the server that ran it
+    server: ServerRecord | None = None  # pid, port, load_ms and log of the server that ran it
     consistency: dict[str, Any] | None = None  # the output-vs-ground-truth result, when compared
     ab: ABRecord | None = None  # the A/B run against a base build (--diffperf-base)
     noise: NoiseRecord | None = None  # the static checks judged with the run's noise

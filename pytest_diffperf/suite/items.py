@@ -28,6 +28,7 @@ from ..judging.verdict import (
     request_rows,
 )
 from ..results.model import MeasurementRecord, ScenarioResult, fails_run
+from ..results.rows import ServerRecord
 from ..serving.client import Output
 from ..serving.interference import Meter
 from ..serving.measure import measure
@@ -205,7 +206,7 @@ class ScenarioItem(pytest.Item):
             num_frames=self.case.num_frames, is_video=self.case.is_video, wall_s=round(measure_s, 3),
             start_share_s=round(start_share, 3),
         )  # fmt: skip
-        result.server = self.server.info()
+        result.server = ServerRecord.model_validate(self.server.info())
         policy = session.interference.policy
         result.interference = interference_record([a.window for a in attempts], policy, effect, waited)
         return result
@@ -232,7 +233,7 @@ class ScenarioItem(pytest.Item):
         if messages:
             assert judged.result.ab is not None
             servers = judged.result.ab.servers
-            logs = "\n".join(f"{s['side']} server {s['process_pair'] + 1}: {s['log']}" for s in servers)
+            logs = "\n".join(f"{s.side} server {(s.process_pair or 0) + 1}: {s.log}" for s in servers)
             raise ScenarioFailure("\n\n".join(messages) + f"\n\nserver logs:\n{logs}")
 
     def _timeout(self, session: DiffperfSession) -> float:
