@@ -17,7 +17,6 @@ from ..errors import DiffperfError
 from ..judging.abscenario import GroupAB
 from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
-from ..platforms import canonical_platform
 from ..results.provenance import CPU_LAUNCHERS
 from ..serving.abservers import ABServers, ServerMode, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
@@ -211,7 +210,7 @@ def static_policy(settings: Settings, priors: NoisePriors | None = None) -> Stat
     mode = settings.diffperf_static_noise
     if mode == "off":
         return None
-    hardware = canonical_platform(settings.diffperf_hardware) if settings.diffperf_hardware else None
+    hardware = settings.diffperf_hardware
     calibrated_here = priors is not None and priors.static.given
     if mode == "auto" and hardware not in NOISE_PRIORS_MEASURED_ON and not calibrated_here:
         return None
