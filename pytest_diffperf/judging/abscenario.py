@@ -25,6 +25,7 @@ from ..results.model import (
     ABMetricRecord,
     ABRecord,
     AttributionRecord,
+    MeasurementRecord,
     Outcome,
     ScenarioResult,
     StageShareRecord,
@@ -41,6 +42,7 @@ from ..verdicts.design import ABDesign
 from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics
 from ..verdicts.noise import NoiseEstimate, estimate_noise
 from ..verdicts.vocab import SIDES, Side, Verdict
+from .interference import ab_interference
 from .verdict import PERF_PREFIX, check_record, request_rows
 
 SCENARIO_VERDICT: dict[Verdict, Outcome] = {
@@ -53,12 +55,10 @@ SCENARIO_VERDICT: dict[Verdict, Outcome] = {
 
 @dataclass(frozen=True)
 class ABScenario:
-    """What the item needs back: the result, the candidate's first output (for the consistency check) and
-    what outside processes took while each of its process pairs measured."""
+    """What the item needs back: the result and the candidate's first output (for the consistency check)."""
 
     result: ScenarioResult
     output: Output | None
-    windows: list[Interference] = field(default_factory=list)
 
 
 def design_for(design: ABDesign, scenario_id: str) -> ABDesign:
@@ -117,7 +117,8 @@ class GroupAB:
         return [sid for sid, s in self._scenarios.items() if s.run.result is None]
 
     def judge(self, scenario_id: str, rules: limits.JudgeRules) -> ABScenario:
-        """Measure process pairs until ``scenario_id`` stops (a failure of a pair it shared: raised), and judge it."""
+        """Measure process pairs until ``scenario_id`` stops (a failure of a pair it shared: raised), and judge it
+        (with what outside processes took while its pairs measured: ``interference.ab_interference``)."""
         scenario = self._scenarios[scenario_id]
         while scenario.run.result is None:
             if self._error is not None:
@@ -133,7 +134,13 @@ class GroupAB:
         ab, runs = scenario.run.result, scenario.runs
         shared = sorted(sid for sid, s in self._scenarios.items() if sid != scenario_id and s.runs)
         judged = scenario_result(scenario_id, ab, runs, self.servers, scenario.case, scenario.wall_s, shared, rules)
-        return replace(judged, windows=list(scenario.windows))
+        if self.watch is not None:
+            ab_interference(judged.result, scenario.windows, self.watch.policy, self.servers.mode == "together")
+        # each side's entry comes from its own rows; no wall time of a single server to estimate the test's from
+        judged.result.measurement = MeasurementRecord(
+            num_frames=scenario.case.num_frames, is_video=scenario.case.is_video
+        )
+        return judged
 
     def _measure_next(self) -> None:
         index, open_ids = self._next, self.open

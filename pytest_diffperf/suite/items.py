@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
-from ..judging.interference import ab_interference, interference_record
+from ..judging.interference import interference_record
 from ..judging.noisy import pooled
 from ..judging.staticscenario import Attempt, StaticScenario, StaticServers, judge_static
 from ..judging.verdict import (
@@ -226,9 +226,6 @@ class ScenarioItem(pytest.Item):
         key = self.spec.key if ab.sharing == "group" else self.name
         group = ab.group(key, self.spec, [(m.name, m.case, m._timeout(session)) for m in members if m.case])
         judged = group.judge(self.name, session.rules)
-        ab_interference(judged.result, judged.windows, session.interference.policy, ab.mode == "together")
-        # each side's entry comes from its own rows; no wall time of a single server to estimate the test's from
-        judged.result.measurement = MeasurementRecord(num_frames=self.case.num_frames, is_video=self.case.is_video)
         messages = self._judged(session, judged.result, judged.output)
         if messages:
             assert judged.result.ab is not None
