@@ -93,6 +93,8 @@ from typing import Any
 import numpy as np
 
 from pytest_diffperf.cases import Case, load_cases
+from pytest_diffperf.judging.abscenario import design_for, pair_samples
+from pytest_diffperf.judging.noisy import judge_noisy
 from pytest_diffperf.perf.limits import (
     Check,
     CheckKind,
@@ -114,9 +116,7 @@ from pytest_diffperf.protocol import (
     TEXT_ENCODING_STAGE,
     TIMESTEP_PREPARATION_STAGE,
 )
-from pytest_diffperf.results.abscenario import design_for, pair_samples
-from pytest_diffperf.results.noisy import judge_noisy
-from pytest_diffperf.serving.abservers import SIDES, ABServers, PairWork, Side, SideServer, resolve_side
+from pytest_diffperf.serving.abservers import ABServers, PairWork, SideServer, resolve_side
 from pytest_diffperf.serving.launchers import ServerSpec, get_launcher
 from pytest_diffperf.serving.measure import measure
 from pytest_diffperf.serving.pool import ServerPool
@@ -145,7 +145,7 @@ from pytest_diffperf.verdicts.static import (
     scenario_verdict,
     static_codes,
 )
-from pytest_diffperf.verdicts.vocab import IMPROVED, INCONCLUSIVE, REGRESSED, STATIC_VERDICTS, UNCHANGED
+from pytest_diffperf.verdicts.vocab import IMPROVED, INCONCLUSIVE, REGRESSED, SIDES, STATIC_VERDICTS, UNCHANGED, Side
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO / "benchmarks" / "noise-study" / "data"

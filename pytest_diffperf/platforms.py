@@ -6,16 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
+from ._util.values import BadValue
 from .errors import DiffperfError
 
 # Canonical names: SGLang's GPU platform files, AMD (judged with the default GPU file), the NPU/MUSA
 # fragments, our CPU reference server.
-PLATFORMS = ("h100", "b200", "5090", "xpu_b60", "rocm", "npu", "musa", "cpu")
+Platform = Literal["h100", "b200", "5090", "xpu_b60", "rocm", "npu", "musa", "cpu"]
+PLATFORMS: tuple[Platform, ...] = get_args(Platform)
 
 # Matched after lower-casing and removing "_" and "-" (as SGLang does).
-_ALIASES = {
+_ALIASES: dict[str, Platform] = {
     "sm90": "h100",
     "hopper": "h100",
     "h100": "h100",
@@ -40,7 +42,7 @@ _ALIASES = {
 
 # SGLang runs NPU and MUSA machines against the default GPU file, with their fragment merged in,
 # and AMD machines against the default GPU file alone.
-DEFAULT_GPU = "h100"
+DEFAULT_GPU: Platform = "h100"
 FRAGMENT_PLATFORMS = ("npu", "musa")
 DEFAULT_FILE_PLATFORMS = ("rocm", *FRAGMENT_PLATFORMS)
 
@@ -70,14 +72,21 @@ def fragment_platform(path: Path) -> str | None:
     return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True) if Path(rel).parts == tail), None)
 
 
-def canonical_platform(name: str) -> str:
+def canonical_platform(name: str) -> Platform:
     """Map a platform name or alias to its canonical name; DiffperfError if unknown."""
+    try:
+        return platform_value(name)
+    except BadValue as exc:
+        raise DiffperfError(str(exc), source="hardware") from None
+
+
+def platform_value(name: str) -> Platform:
+    """A platform name or alias as its canonical name (an option's parser: BadValue if unknown)."""
     key = name.strip().lower().replace("_", "").replace("-", "")
     if key not in _ALIASES:
-        raise DiffperfError(
+        raise BadValue(
             f"unknown platform {name!r}; expected one of: {', '.join(PLATFORMS)} "
-            f"(aliases: {', '.join(sorted(a for a in _ALIASES if a not in PLATFORMS))})",
-            source="hardware",
+            f"(aliases: {', '.join(sorted(a for a in _ALIASES if a not in PLATFORMS))})"
         )
     return _ALIASES[key]
 

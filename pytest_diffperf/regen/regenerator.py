@@ -19,11 +19,11 @@ from typing import Any
 
 from ..cases import Case
 from ..errors import DiffperfError
+from ..judging.verdict import ScenarioFailure
 from ..perf.baselines import BaselineSet
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..results.model import ScenarioResult
-from ..results.verdict import ScenarioFailure
 from .guard import check_platforms
 from .policy import Decision, RegenSettings
 from .summary import decision_lines

@@ -1,1 +1,1 @@
-"""What a scenario produced: the typed result and its outcome, judging, merging results files, tables."""
+"""What a scenario produced: the typed result and its outcome, the results file, merging, reports."""

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
 from .model import ABRecord, CheckRecord, NoiseRecord, ScenarioResult
+from .rows import RequestRow
 from .tables import label
 
 PASS, FAIL, OTHER, EXPECTED = "#2e7d32", "#c62828", "#ef6c00", "#37474f"
@@ -75,7 +76,7 @@ def stage_chart(result: ScenarioResult) -> str | None:
 def steps_chart(result: ScenarioResult, baseline_steps: Mapping[int, float] | None = None) -> str | None:
     """Each request's per-step times against the baseline's steps, the checked steps' limits marked; an A/B run's
     base and candidate requests in their own colours (the stored baseline, which it does not judge by, left out)."""
-    rows = [(row.get("side"), _steps(row)) for row in result.rows]
+    rows = [(row.side, _steps(row)) for row in result.rows]
     rows = [(side, steps) for side, steps in rows if steps]
     checks = [c for c in result.checks if c.kind == "step"]
     if not rows and not checks:
@@ -111,11 +112,10 @@ def steps_chart(result: ScenarioResult, baseline_steps: Mapping[int, float] | No
     return svg(fig)
 
 
-def _steps(row: Mapping[str, Any]) -> dict[int, float]:
-    full = row.get("steps_ms")
-    if isinstance(full, list) and full:
-        return dict(enumerate(float(v) for v in full))
-    return {int(k): float(v) for k, v in (row.get("sampled_steps_ms") or {}).items()}
+def _steps(row: RequestRow) -> dict[int, float]:
+    if row.steps_ms:
+        return dict(enumerate(row.steps_ms))
+    return {int(k): v for k, v in row.sampled_steps_ms.items()}
 
 
 def _index(check: CheckRecord) -> int:

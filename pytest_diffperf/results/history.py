@@ -20,6 +20,7 @@ import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from .._util.atomicfile import dumps_json, write_atomic
 from .._util.git import is_commit
 from ..errors import DiffperfError
 from ..verdicts.changepoint import ALPHA, MIN_CHANGE, MIN_SIZE, ChangePoint, change_points
-from .merge import read_results, scenarios_with_rows
+from .merge import read_results, results_of
+from .model import ScenarioResult
 
 METRICS = ("e2e_ms", "load_ms", "avg_step_ms", "median_step_ms")
 STAGE_PREFIX = "stage:"
@@ -39,6 +41,11 @@ class Run:
 
     path: Path
     document: dict[str, Any]
+
+    @cached_property
+    def results(self) -> list[ScenarioResult]:
+        """Its scenarios, each with its request rows."""
+        return results_of(self.document)
 
     @property
     def timestamp(self) -> str:
@@ -97,20 +104,18 @@ def check_metric(metric: str) -> str:
     )
 
 
-def value_of(scenario: dict[str, Any], metric: str) -> float | None:
+def value_of(scenario: ScenarioResult, metric: str) -> float | None:
     """A scenario's metric in one run (None when it has none)."""
     if metric.startswith(STAGE_PREFIX):
         stage = metric[len(STAGE_PREFIX) :]
-        times = [row["stages_ms"][stage] for row in scenario.get("rows") or [] if stage in row.get("stages_ms", {})]
+        times = [row.stages_ms[stage] for row in scenario.rows if stage in row.stages_ms]
         return float(statistics.median(times)) if times else None
-    value = (scenario.get("measured") or {}).get(metric)
-    return float(value) if isinstance(value, (int, float)) else None
+    return scenario.measured.get(metric)
 
 
 def stages(runs: Sequence[Run]) -> list[str]:
     """Every stage the runs' requests measured, sorted."""
-    found = {stage for run in runs for row in run.document.get("rows") or [] for stage in row.get("stages_ms") or {}}
-    return sorted(found)
+    return sorted({stage for run in runs for r in run.results for row in r.rows for stage in row.stages_ms})
 
 
 @dataclass(frozen=True)
@@ -145,9 +150,9 @@ def series(
     """Each scenario's series (scenarios in order of first appearance), with its change points."""
     check_metric(metric)
     names: dict[str, None] = {}
-    per_run: list[dict[str, dict[str, Any]]] = []
+    per_run: list[dict[str, ScenarioResult]] = []
     for run in runs:
-        scenarios = {s["scenario"]: s for s in scenarios_with_rows(run.document)}
+        scenarios = {s.scenario: s for s in run.results}
         per_run.append(scenarios)
         names.update(dict.fromkeys(scenarios))
     labels = tuple(run.label for run in runs)
@@ -155,7 +160,7 @@ def series(
     for name in names:
         entries = [scenarios.get(name) for scenarios in per_run]
         values = tuple(value_of(e, metric) if e is not None else None for e in entries)
-        outcomes = tuple(e.get("outcome") if e is not None else None for e in entries)
+        outcomes = tuple(e.outcome if e is not None else None for e in entries)
         present = [(i, v) for i, v in enumerate(values) if v is not None]
         found = change_points([v for _, v in present], alpha=alpha, min_size=min_size, min_change=min_change)
         changes = tuple(

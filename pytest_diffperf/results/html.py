@@ -243,9 +243,9 @@ def _controls(results: Sequence[ScenarioResult]) -> str:
 
 def _logs(r: ScenarioResult) -> list[str]:
     """Each server's log: its path and, where the file is still there, its last ``LOG_LINES`` lines."""
-    logs = [("server", r.server.get("log"))] if r.server else []
+    logs = [("server", r.server.log)] if r.server else []
     if r.ab is not None:
-        logs += [(f"{s.get('side')} server {int(s.get('process_pair', 0)) + 1}", s.get("log")) for s in r.ab.servers]
+        logs += [(f"{s.side} server {(s.process_pair or 0) + 1}", s.log) for s in r.ab.servers]
     out = []
     for what, log in logs:
         path = Path(str(log)) if log else None

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..consistency.result import Status as ConsistencyStatus
 from ..perf.limits import CheckKind, CheckVerdict
 from ..verdicts.vocab import StaticVerdict, StopReason, Verdict
+from .rows import RequestRow, ServerRecord
 
 # 2: "case" became "scenario"; every scenario carries its outcome.
 # 3: what a baseline entry is built from (``diffperf accept``): each request row's own server load, and each
@@ -32,10 +33,9 @@ CONSISTENCY_STATUSES: tuple[ConsistencyStatus, ...] = get_args(ConsistencyStatus
 # read from files before STATUS_VERSION
 OLD_STATUSES: dict[str, ConsistencyStatus] = {"passed": "pass", "failed": "fail"}
 
-# The performance verdict of a scenario; "inconclusive": the evidence supports neither a pass nor a fail.
-ScenarioVerdict = Literal["pass", "fail", "inconclusive", "unguarded", "unjudged", "error", "skipped"]
-# Performance and consistency together; "fail" and "error" fail the run; whether "inconclusive" does
-# is the run's choice (--diffperf-inconclusive), it is never counted as a pass or a fail.
+# A scenario's performance verdict, and its outcome (performance and consistency together): one vocabulary.
+# "inconclusive": the evidence supports neither a pass nor a fail; "fail" and "error" fail the run; whether
+# "inconclusive" does is the run's choice (--diffperf-inconclusive), it is never counted as a pass or a fail.
 Outcome = Literal["pass", "fail", "inconclusive", "error", "skipped", "unguarded", "unjudged"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 FAILING: frozenset[Outcome] = frozenset({"fail", "error"})
@@ -66,7 +66,7 @@ def _reason_kind(result: ScenarioResult) -> str:
     return why.split(";")[0].split(" (")[0].strip() or "skipped"
 
 
-def combine(verdict: ScenarioVerdict, consistency: ConsistencyStatus | None) -> Outcome:
+def combine(verdict: Outcome, consistency: ConsistencyStatus | None) -> Outcome:
     """The overall outcome of a performance verdict and a consistency status (None: not compared)."""
     compared = consistency not in (None, "skipped")
     if verdict == "error":
@@ -166,7 +166,7 @@ class ABRecord(BaseModel):
     stop: StopReason | None
     metrics: list[ABMetricRecord]
     attribution: AttributionRecord | None = None
-    servers: list[dict[str, Any]] = Field(default_factory=list)  # side, process pair, pid, port, load_ms, log
+    servers: list[ServerRecord] = Field(default_factory=list)  # side, process pair, pid, port, load_ms, log
     shared_with: list[str] = Field(default_factory=list)  # the group's scenarios measured on the same process pairs
     busy_pairs: int = 0  # process pairs measured busy: judged with the priors verdicts.metrics.BUSY_NOISE times wider
 
@@ -296,12 +296,12 @@ class ScenarioResult(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     scenario: str
-    verdict: ScenarioVerdict
-    rows: list[dict[str, Any]] = Field(default_factory=list)
+    verdict: Outcome  # the performance verdict alone
+    rows: list[RequestRow] = Field(default_factory=list)
     checks: list[CheckRecord] = Field(default_factory=list)
     measured: dict[str, float] = Field(default_factory=dict)  # judged values: the statistic over the requests
     message: str = ""
-    server: dict[str, Any] | None = None  # pid, port, load_ms and log of the server that ran it
+    server: ServerRecord | None = None  # pid, port, load_ms and log of the server that ran it
     consistency: dict[str, Any] | None = None  # the output-vs-ground-truth result, when compared
     ab: ABRecord | None = None  # the A/B run against a base build (--diffperf-base)
     noise: NoiseRecord | None = None  # the static checks judged with the run's noise

@@ -4,15 +4,18 @@ Every command that reads a results file (``merge``, ``accept``, ``trend``, ``--d
 ``bisect``) reads its rows and servers through these models (``merge.read_results``): an unknown key, a
 string or boolean where a number belongs, a NaN, an infinity, a negative time or a figure over the baseline
 files' cap is one error naming the file and the key, never a figure carried into a baseline or a chart.
+The run builds its rows and records as these models where it measures them (``judging.verdict.request_rows``,
+the judged result's server), so what it writes is what a reader accepts.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, StringConstraints, model_serializer
 
 from ..perf.schema import MAX_VALUE
+from ..verdicts.vocab import Side
 
 # Unknown keys refused, types exact (no "2532.2" or true read as a number), numbers finite.
 EXACT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
@@ -20,7 +23,6 @@ EXACT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 Figure = Annotated[float, Field(ge=0, le=MAX_VALUE)]  # ms or MiB, as a baseline file may hold it
 Count = Annotated[int, Field(ge=0)]
 StepKey = Annotated[str, StringConstraints(pattern=r"^\d+$")]
-Side = Literal["base", "candidate"]
 
 
 class MemoryFigures(BaseModel):
@@ -35,15 +37,26 @@ class MemoryFigures(BaseModel):
     peak_host_anon_mb: Figure = 0.0
 
 
-class RequestRow(BaseModel):
-    """One measured request (``results.verdict.request_rows`` writes it); an A/B run's rows name their side."""
+class Record(BaseModel):
+    """A strict record that writes the keys it was made or read with (a static run's row names no side)."""
 
     model_config = EXACT
 
+    @model_serializer(mode="wrap")
+    def _as_made(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items() if k in self.model_fields_set}
+
+
+class RequestRow(Record):
+    """One measured request (``judging.verdict.request_rows`` builds it); an A/B run's rows name their side."""
+
+    side: Side | None = None
+    process_pair: Count | None = None
     scenario: str
-    e2e_ms: Figure
     request: Count | None = None
     request_id: str | None = None
+    e2e_ms: Figure
     client_ms: Figure | None = None
     load_ms: Figure | None = None  # the load of the server that served it
     avg_step_ms: Figure | None = None
@@ -52,24 +65,20 @@ class RequestRow(BaseModel):
     sampled_steps_ms: dict[StepKey, Figure] = Field(default_factory=dict)
     steps_ms: list[Figure] = Field(default_factory=list)
     memory_mb: dict[str, MemoryFigures] = Field(default_factory=dict)
-    side: Side | None = None
-    process_pair: Count | None = None
 
 
-class ServerRecord(BaseModel):
+class ServerRecord(Record):
     """A server the run started (``ServerProcess.info``; an A/B run's name their side and process pair)."""
 
-    model_config = EXACT
-
-    pid: Annotated[int, Field(ge=1)] | None
-    port: Annotated[int, Field(ge=1, le=65535)]
-    log: str
-    load_ms: Figure | None = None
-    devices: dict[str, str] = Field(default_factory=dict)
-    command: str = ""
-    ended: str | None = None
     side: Side | None = None
     process_pair: Count | None = None
     ready_s: Figure | None = None
+    pid: Annotated[int, Field(ge=1)] | None
+    port: Annotated[int, Field(ge=1, le=65535)]
+    load_ms: Figure | None = None
+    log: str
+    devices: dict[str, str] = Field(default_factory=dict)
+    command: str = ""
+    ended: str | None = None
     ready: bool | None = None  # whether it got ready (the top-level list: failed starts too)
     error: str | None = None  # why a start failed

@@ -8,10 +8,10 @@ the baseline file judges, this shows how the run moved since the other one.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from .model import Outcome, ScenarioResult
 from .tables import change, num, pct
 
 
@@ -20,8 +20,8 @@ class Delta:
     scenario: str
     then_ms: float | None
     now_ms: float | None
-    then_outcome: str | None  # None: the scenario did not run then
-    now_outcome: str | None  # None: it did not run now
+    then_outcome: Outcome | None  # None: the scenario did not run then
+    now_outcome: Outcome | None  # None: it did not run now
     stage: str  # the stage that moved the most, with its change ('' when unknown)
 
     @property
@@ -29,21 +29,20 @@ class Delta:
         return change(self.now_ms, self.then_ms) if self.then_ms else None
 
 
-def stage_medians(scenario: Mapping[str, Any]) -> dict[str, float]:
+def stage_medians(scenario: ScenarioResult) -> dict[str, float]:
     """Each stage's median time over a scenario's requests."""
     times: dict[str, list[float]] = {}
-    for row in scenario.get("rows") or []:
-        for stage, ms in (row.get("stages_ms") or {}).items():
-            times.setdefault(stage, []).append(float(ms))
+    for row in scenario.rows:
+        for stage, ms in row.stages_ms.items():
+            times.setdefault(stage, []).append(ms)
     return {stage: statistics.median(xs) for stage, xs in times.items()}
 
 
-def _e2e(scenario: Mapping[str, Any] | None) -> float | None:
-    value = ((scenario or {}).get("measured") or {}).get("e2e_ms")
-    return float(value) if isinstance(value, (int, float)) else None
+def _e2e(scenario: ScenarioResult | None) -> float | None:
+    return scenario.measured.get("e2e_ms") if scenario is not None else None
 
 
-def _stage(then: Mapping[str, Any], now: Mapping[str, Any]) -> str:
+def _stage(then: ScenarioResult, now: ScenarioResult) -> str:
     before, after = stage_medians(then), stage_medians(now)
     moved = [(after[s] - before[s], s) for s in before if s in after]
     if not moved:
@@ -52,22 +51,22 @@ def _stage(then: Mapping[str, Any], now: Mapping[str, Any]) -> str:
     return f"{stage} {delta:+.1f} ms ({pct(change(after[stage], before[stage]))})"
 
 
-def compare(now: Sequence[Mapping[str, Any]], then: Sequence[Mapping[str, Any]]) -> list[Delta]:
-    """Scenario documents (``ScenarioResult.document()``) now against then: this run's order, then the gone ones."""
-    before = {s["scenario"]: s for s in then}
-    after = {s["scenario"]: s for s in now}
+def compare(now: Sequence[ScenarioResult], then: Sequence[ScenarioResult]) -> list[Delta]:
+    """Scenario results now against then: this run's order, then the gone ones."""
+    before = {s.scenario: s for s in then}
+    after = {s.scenario: s for s in now}
     out = [
         Delta(
             name,
             _e2e(before.get(name)),
             _e2e(scenario),
-            before[name].get("outcome") if name in before else None,
-            scenario.get("outcome"),
+            before[name].outcome if name in before else None,
+            scenario.outcome,
             _stage(before[name], scenario) if name in before else "",
         )
         for name, scenario in after.items()
     ]
-    out += [Delta(name, _e2e(s), None, s.get("outcome"), None, "") for name, s in before.items() if name not in after]
+    out += [Delta(name, _e2e(s), None, s.outcome, None, "") for name, s in before.items() if name not in after]
     return out
 
 

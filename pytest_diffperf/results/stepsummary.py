@@ -174,7 +174,7 @@ def _details(r: ScenarioResult) -> list[str]:
     if r.consistency:
         lines += [f"Output: {r.consistency.get('status')}" + _worst(r.consistency), ""]
     if r.server:
-        lines += [f"Server log: `{r.server.get('log')}`", ""]
+        lines += [f"Server log: `{r.server.log}`", ""]
     return [*lines, "</details>", ""]
 
 

@@ -9,7 +9,7 @@ requests, stops it, then the second's, and pairs the requests by index. :meth:`A
 begins a later pair's starts (in another slot) before an earlier pair measures. Which server
 starts first, the order of the request pairs and when to start ahead are the caller's:
 :class:`pytest_diffperf.verdicts.design.ABDesign` decides the first two, and
-:class:`pytest_diffperf.results.abscenario.GroupAB` drives :meth:`ABServers.measure_pair`.
+:class:`pytest_diffperf.judging.abscenario.GroupAB` drives :meth:`ABServers.measure_pair`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from ..cases import Case
 from ..errors import DiffperfError
+from ..verdicts.vocab import SIDES, Order, Side
 from . import client
 from .launchers import Launcher, ServerSpec
 from .measure import Sample, measure_request, warm_up
@@ -31,8 +32,6 @@ from .pool import ServerPool
 from .process import ServerProcess
 from .sidespec import SideSpec
 
-Side = Literal["base", "candidate"]
-SIDES: tuple[Side, Side] = ("base", "candidate")
 ServerMode = Literal["together", "one-at-a-time"]
 SERVER_MODES: tuple[ServerMode, ...] = ("together", "one-at-a-time")
 
@@ -120,7 +119,7 @@ class PairWork:
     """What a process pair measures of one case: its warmups, then its request pairs in ``orders``."""
 
     case: Case
-    orders: Sequence[tuple[Side, Side]]
+    orders: Sequence[Order]
     timeout: float
 
 
@@ -141,7 +140,7 @@ class ABServers:
     def slots(self) -> int:
         return len(self.pools)
 
-    def spawn(self, index: int, start_order: tuple[Side, Side]) -> None:
+    def spawn(self, index: int, start_order: Order) -> None:
         """Begin starting both servers of process pair ``index`` (``start_order[0]`` first) in its slot, without
         waiting for them (``together`` only: one at a time, a pair's servers never run at once)."""
         if self.mode != "together" or index in self._spawned:
@@ -158,7 +157,7 @@ class ABServers:
             for side in SIDES:
                 self._pool(index, side).get(self.sides[side].server_spec(self.spec))
 
-    def measure_pair(self, index: int, work: Sequence[PairWork], start_order: tuple[Side, Side]) -> list[PairRun]:
+    def measure_pair(self, index: int, work: Sequence[PairWork], start_order: Order) -> list[PairRun]:
         """Process pair ``index`` (started now unless :meth:`spawn` began it): each case's warmups and request
         pairs in turn, on the same two servers; then stop it. One run per case, in ``work``'s order."""
         samples: list[dict[Side, list[Sample]]] = [{side: [] for side in SIDES} for _ in work]

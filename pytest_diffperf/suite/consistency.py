@@ -17,7 +17,6 @@ from ..consistency.config import ConsistencyConfig, config_from_env, validate_co
 from ..consistency.gtsource import GTSpec, is_data_repo_layout, parse_gt_source
 from ..consistency.result import ConsistencyFailure
 from ..consistency.thresholds import BUILTIN_DEFAULTS, ThresholdSet, load_thresholds
-from ..platforms import canonical_platform
 from ..serving.client import Output
 from .options import Settings
 
@@ -34,7 +33,7 @@ def consistency_config(
     settings: Settings, regen: bool, env: Mapping[str, str] = os.environ
 ) -> ConsistencyConfig | None:
     """The check's settings, validated (weights available offline, GT folder present); None when off."""
-    hardware = canonical_platform(settings.diffperf_hardware) if settings.diffperf_hardware else None
+    hardware = settings.diffperf_hardware
     spec = settings.diffperf_gt_dir
     if spec is None and env.get(GT_DIR_ENV):
         spec = parse_gt_source(str(Path(env[GT_DIR_ENV]).expanduser().absolute()))

@@ -23,10 +23,10 @@ import pytest
 from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ..consistency.result import PREFIX as CONSISTENCY_PREFIX
+from ..judging.verdict import PERF_PREFIX
 from ..results.model import CheckRecord, ScenarioResult
 from ..results.nextsteps import RunContext, ground_truth_next, inconclusive_next
 from ..results.tables import MEMORY_KINDS, change, failing_checks, output_reason, pct
-from ..results.verdict import PERF_PREFIX
 from ..serving.process import TAIL_LINES, ServerFailure, ServerLog
 from .items import ScenarioItem, plain_longrepr
 from .report import RESULT_PROPERTY

@@ -9,31 +9,29 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
-from ..perf.measurement import Measurement
-from ..results.interference import ab_interference, interference_record, machine_busy
-from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
-from ..results.noisy import judge_noisy, pooled
-from ..results.verdict import (
-    E2E_AND_LOAD,
+from ..judging.interference import interference_record
+from ..judging.noisy import pooled
+from ..judging.staticscenario import Attempt, StaticScenario, StaticServers, judge_static
+from ..judging.verdict import (
     ScenarioFailure,
-    judge_requests,
     judged_values,
     measurement_of,
     missing_baseline_message,
     missing_case_message,
     request_rows,
 )
+from ..results.model import MeasurementRecord, ScenarioResult, fails_run
+from ..results.rows import ServerRecord
 from ..serving.client import Output
-from ..serving.interference import Interference, Meter
-from ..serving.measure import Sample, measure
+from ..serving.interference import Meter
+from ..serving.measure import measure
 from ..serving.process import ServerProcess
 from .consistency import check_case_output
 from .regen import REGEN_PROPERTY, get_regen
@@ -63,26 +61,6 @@ def collection_args(config: pytest.Config, session: DiffperfSession) -> list[str
     return config.args + [str(f) for f in files if not collected(f)]
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """One fresh server's measurement of a case, and what other processes took meanwhile."""
-
-    samples: list[Sample]
-    measurement: Measurement
-    window: Interference
-
-
-@dataclass(frozen=True)
-class Judged:
-    """A static scenario judged over its attempts: the result, the attempts it was judged on, and the interference."""
-
-    result: ScenarioResult
-    used: list[Attempt]
-    attempts: list[Attempt]
-    effect: InterferenceEffect | None
-    waited_s: float
-
-
 class BaselineFile(pytest.File):
     def collect(self) -> Iterator[ScenarioItem]:
         scenarios = _session(self.config).scenarios
@@ -92,6 +70,14 @@ class BaselineFile(pytest.File):
 
 
 class ScenarioItem(pytest.Item):
+    """One scenario as a pytest test: pytest glue, no judging of its own.
+
+    It owns the scenario's place in pytest (skip marks, the server it gets from the session's pool in ``setup``,
+    its user properties: result, servers, regeneration record) and the first measurement; the measure-until-
+    decisive loops are ``judging.staticscenario.judge_static`` (static) and ``judging.abscenario.GroupAB`` (A/B),
+    the output comparison ``suite/consistency.py``, the outcome ``results.model``.
+    """
+
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         session = _session(self.config)
@@ -184,6 +170,7 @@ class ScenarioItem(pytest.Item):
         own server load), what a baseline entry needs besides them, the server, and what other processes took."""
         assert self.case is not None
         assert self.server is not None
+        assert self.spec is not None
         start_share = session.start_share(self.name, self.server.ready_s)
         used, attempts, effect, waited = [first], [first], None, 0.0
         regen = get_regen(self.config)
@@ -199,7 +186,16 @@ class ScenarioItem(pytest.Item):
             message = missing_baseline_message(self.name, str(session.baselines.primary), first.measurement)
             result = ScenarioResult(scenario=self.name, verdict="fail", message=message)
         else:
-            judged = self._static(session, first, measure_s)
+            assert session.rules is not None
+            scenario = StaticScenario(self.name, self.case, self.baseline, session.rules, session.static_policy)
+            servers = StaticServers(
+                session.pool, self.spec, session.launcher, session.interference, self.case, self._timeout(session),
+                self.server,
+            )  # fmt: skip
+            try:
+                judged = judge_static(scenario, servers, first, measure_s)
+            finally:
+                self.server = servers.server
             result, used, attempts, effect, waited = (
                 judged.result, judged.used, judged.attempts, judged.effect, judged.waited_s
             )  # fmt: skip
@@ -210,87 +206,10 @@ class ScenarioItem(pytest.Item):
             num_frames=self.case.num_frames, is_video=self.case.is_video, wall_s=round(measure_s, 3),
             start_share_s=round(start_share, 3),
         )  # fmt: skip
-        result.server = self.server.info()
+        result.server = ServerRecord.model_validate(self.server.info())
         policy = session.interference.policy
         result.interference = interference_record([a.window for a in attempts], policy, effect, waited)
         return result
-
-    def _static(self, session: DiffperfSession, first: Attempt, measure_s: float) -> Judged:
-        """Judged against the stored baseline: with the run's noise (``results.noisy``: re-measured on fresh servers
-        while ``verdicts.static.remeasure`` says so) where the case has 2+ requests, else by the limit engine alone.
-
-        Attempts measured while the machine was busy (``BusyPolicy.busy``) are judged only when no quiet one
-        exists; a fail judged on busy attempts alone is measured again once the machine is quiet
-        (``--diffperf-quiet-wait``), else it is inconclusive (machine busy).
-        """
-        assert self.case is not None
-        assert self.baseline is not None
-        assert session.rules is not None
-        rules = session.rules if self.case.run_perf_check else replace(session.rules, kinds=E2E_AND_LOAD)
-        rules = replace(rules, required=frozenset(self.case.required_baselines))
-        started = time.monotonic() - measure_s
-        noisy = session.static_policy if self.case.perf_repeat_requests >= 2 else None
-        how = self.case.judged_requests
-
-        def judge(attempts: Sequence[Attempt]) -> tuple[ScenarioResult, bool]:
-            assert self.baseline is not None
-            if noisy is None:  # SGLang's rule: the latest measurement alone
-                measured = attempts[-1].measurement
-                return judge_requests(self.name, self.baseline, measured, rules, how), False
-            measurements = [a.measurement for a in attempts]
-            judged = judge_noisy(self.name, self.baseline, measurements, rules, noisy, time.monotonic() - started)
-            return judged.result, judged.remeasure
-
-        return self._attempts(session, first, judge, noisy.max_attempts if noisy is not None else 1)
-
-    def _attempts(
-        self,
-        session: DiffperfSession,
-        first: Attempt,
-        judge: Callable[[Sequence[Attempt]], tuple[ScenarioResult, bool]],
-        max_attempts: int,
-    ) -> Judged:
-        """Judge the quiet attempts (all of them when none is quiet); measure again while ``judge`` asks, or
-        after a fail judged on busy attempts alone, once the machine is quiet; at most ``2 * max_attempts``
-        servers, ``--diffperf-quiet-wait`` seconds of waiting in all."""
-        assert self.spec is not None
-        watch = session.interference
-        attempts, waited, remeasured, why = [first], 0.0, False, ""
-        while True:
-            quiet = [a for a in attempts if not watch.policy.busy(a.window)]
-            used = quiet or attempts
-            result, again = judge(used)
-            busy_fail = result.verdict == "fail" and not quiet
-            if busy_fail:
-                if len(attempts) >= 2 * max_attempts or waited >= watch.policy.wait_s:
-                    why = f"busy on {len(attempts)} fresh server(s), {waited:.0f} s waited for quiet"
-                    break
-                session.pool.release()
-                found = watch.wait_quiet(self.spec.num_gpus, session.pool.progress, watch.policy.wait_s - waited)
-                waited += found.waited_s
-                if not found.found:
-                    why = f"not quiet within {watch.policy.wait_s:.0f} s"
-                    break
-                remeasured = True
-            elif not again or len(attempts) >= 2 * max_attempts:
-                break
-            attempts.append(self._fresh_attempt(session))
-        effect: InterferenceEffect | None = "remeasured" if remeasured else None
-        if busy_fail:
-            machine_busy(result, [a.window for a in attempts], watch.policy, why)
-            effect = "inconclusive"
-        return Judged(result, used, attempts, effect, waited)
-
-    def _fresh_attempt(self, session: DiffperfSession) -> Attempt:
-        """The case measured again on a fresh server."""
-        assert self.case is not None
-        assert self.spec is not None
-        session.pool.release()
-        meter = session.interference.meter(self.spec.num_gpus)
-        self.server = session.pool.get(self.spec)
-        timeout = self._timeout(session)
-        samples = measure(self.server, session.launcher, self.case, timeout)
-        return Attempt(samples, measurement_of(samples, self.case, self.server.load_ms), meter.stop())
 
     def _ab(self) -> ABRun | None:
         """The run's A/B settings when this scenario is judged A/B (its performance is checked)."""
@@ -298,7 +217,7 @@ class ScenarioItem(pytest.Item):
         return ab if ab is not None and self.case is not None and self.case.run_perf_check else None
 
     def _run_ab(self, session: DiffperfSession, ab: ABRun) -> None:
-        """Judge the scenario A/B (``results.abscenario``) on its server group's process pairs (or, with
+        """Judge the scenario A/B (``judging.abscenario``) on its server group's process pairs (or, with
         ``--diffperf-ab-pairs scenario``, pairs of its own), compare the candidate's output, report."""
         assert self.case is not None
         assert self.spec is not None
@@ -307,14 +226,11 @@ class ScenarioItem(pytest.Item):
         key = self.spec.key if ab.sharing == "group" else self.name
         group = ab.group(key, self.spec, [(m.name, m.case, m._timeout(session)) for m in members if m.case])
         judged = group.judge(self.name, session.rules)
-        ab_interference(judged.result, judged.windows, session.interference.policy, ab.mode == "together")
-        # each side's entry comes from its own rows; no wall time of a single server to estimate the test's from
-        judged.result.measurement = MeasurementRecord(num_frames=self.case.num_frames, is_video=self.case.is_video)
         messages = self._judged(session, judged.result, judged.output)
         if messages:
             assert judged.result.ab is not None
             servers = judged.result.ab.servers
-            logs = "\n".join(f"{s['side']} server {s['process_pair'] + 1}: {s['log']}" for s in servers)
+            logs = "\n".join(f"{s.side} server {(s.process_pair or 0) + 1}: {s.log}" for s in servers)
             raise ScenarioFailure("\n\n".join(messages) + f"\n\nserver logs:\n{logs}")
 
     def _timeout(self, session: DiffperfSession) -> float:

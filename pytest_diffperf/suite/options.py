@@ -30,6 +30,7 @@ from .._util.values import (
 from ..consistency.frames import DEFAULT_FRAMES, FrameSpec, parse_frames_spec
 from ..consistency.gtsource import GTSpec, is_remote_text, parse_gt_source
 from ..errors import DiffperfError
+from ..platforms import Platform, platform_value
 from ..serving.sidespec import SideSpec, parse_side_spec
 from ..sharding.devices import device_list
 
@@ -179,8 +180,8 @@ class Settings:
     diffperf_baselines: Path | None = path_option(
         "--diffperf-baselines", "perf baseline file, or an SGLang perf_baselines/ directory"
     )
-    diffperf_hardware: str | None = option(
-        "--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)", str
+    diffperf_hardware: Platform | None = option(
+        "--diffperf-hardware", "platform (h100, b200, 5090, xpu_b60, npu, musa, cpu; aliases accepted)", platform_value
     )
     diffperf_cases: Path | None = path_option(
         "--diffperf-cases",

@@ -19,8 +19,8 @@ from .._util.atomicfile import write_atomic
 from .._util.ci import append_step_summary
 from .._util.text import format_table
 from ..errors import DiffperfError
+from ..judging.interference import run_line
 from ..results import history
-from ..results.interference import run_line
 from ..results.model import RESULTS_VERSION, ScenarioResult, fails_run
 from ..results.nextsteps import RunContext, details, wrapped
 from ..results.provenance import Provenance, collect, machine_note
@@ -220,7 +220,7 @@ class ResultsCollector:
                 if session is not None
                 else None
             ),
-            "rows": [row for r in results for row in r.rows],
+            "rows": [row.model_dump() for r in results for row in r.rows],
             "scenarios": [{k: v for k, v in r.document().items() if k != "rows"} for r in results],  # rows: above
             "servers": self.servers(results),
         }
@@ -230,10 +230,10 @@ class ResultsCollector:
         port was taken, a fresh server of a re-measure), then any other a result names (an A/B run's)."""
         started = list(self._started.values())
         known = {(s["pid"], s["port"]) for s in started}
-        named = {(r.server["pid"], r.server["port"]): r.server for r in results if r.server}
+        named = {(r.server.pid, r.server.port): r.server for r in results if r.server}
         for server in (s for r in results if r.ab for s in r.ab.servers):  # A/B: each side's, from its own pools
-            named.setdefault((server["pid"], server["port"]), server)
-        return started + [server for key, server in named.items() if key not in known]
+            named.setdefault((server.pid, server.port), server)
+        return started + [server.model_dump() for key, server in named.items() if key not in known]
 
 
 def crash_line(report: pytest.TestReport) -> str:

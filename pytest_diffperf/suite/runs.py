@@ -22,7 +22,7 @@ from ..cases import lint_case_file
 from ..errors import DiffperfError
 from ..results import history, runcompare
 from ..results.html import render, require_matplotlib
-from ..results.merge import read_results, scenarios_with_rows
+from ..results.merge import read_results, results_of
 from ..results.model import ScenarioResult
 from ..results.nextsteps import RunContext
 from ..sglang.source import is_sglang_source
@@ -108,7 +108,7 @@ def case_file_lines(session: DiffperfSession) -> list[str]:
 
 def comparison_lines(session: DiffperfSession, results: list[ScenarioResult], config: pytest.Config) -> list[str]:
     what, document = config.stash[COMPARED_KEY]
-    deltas = runcompare.compare([r.document() for r in results], scenarios_with_rows(document))
+    deltas = runcompare.compare(results, results_of(document))
     return ["", f"diffperf: against {what}:", *format_table(runcompare.table(deltas))]
 
 
@@ -119,7 +119,7 @@ def write_html(
     assert s.diffperf_html is not None
     runs = history.read(s.diffperf_history) if s.diffperf_history is not None and s.diffperf_history.is_dir() else []
     compared = config.stash.get(COMPARED_KEY, None)
-    deltas = runcompare.compare([r.document() for r in results], scenarios_with_rows(compared[1])) if compared else []
+    deltas = runcompare.compare(results, results_of(compared[1])) if compared else []
     steps = {sid: dict(b.steps) for sid, b in session.baselines.scenarios.items()}
     text = render(
         results,

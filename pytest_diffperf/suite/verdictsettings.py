@@ -14,12 +14,11 @@ from pathlib import Path
 
 from ..cases import Case
 from ..errors import DiffperfError
+from ..judging.abscenario import GroupAB
 from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
-from ..platforms import canonical_platform
-from ..results.abscenario import GroupAB
 from ..results.provenance import CPU_LAUNCHERS
-from ..serving.abservers import SIDES, ABServers, ServerMode, Side, SideServer, resolve_side
+from ..serving.abservers import ABServers, ServerMode, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
 from ..serving.interference import Watch
 from ..serving.launchers import Launcher, ServerSpec
@@ -29,6 +28,7 @@ from ..verdicts.design import ABDesign
 from ..verdicts.metrics import VerdictPolicy, one_at_a_time
 from ..verdicts.priors import NoisePriors, calibrated, calibrated_static, read_priors
 from ..verdicts.static import StaticPolicy
+from ..verdicts.vocab import SIDES, Side
 from .options import PairSharing, Settings
 
 # process pairs started ahead by default, at most: on a CPU a batch of 4 pairs (8 servers) loading together before
@@ -40,7 +40,7 @@ NOISE_PRIORS_MEASURED_ON = frozenset({"cpu"})  # the runner classes the default 
 @dataclass
 class ABRun:
     """A/B settings, the servers' pools (one per side and slot, shared by every scenario of the run) and each
-    server group's process pairs (:class:`~pytest_diffperf.results.abscenario.GroupAB`)."""
+    server group's process pairs (:class:`~pytest_diffperf.judging.abscenario.GroupAB`)."""
 
     sides: dict[Side, SideServer]
     pool: Callable[[int, Side], ServerPool]  # a new pool for a slot and side
@@ -210,7 +210,7 @@ def static_policy(settings: Settings, priors: NoisePriors | None = None) -> Stat
     mode = settings.diffperf_static_noise
     if mode == "off":
         return None
-    hardware = canonical_platform(settings.diffperf_hardware) if settings.diffperf_hardware else None
+    hardware = settings.diffperf_hardware
     calibrated_here = priors is not None and priors.static.given
     if mode == "auto" and hardware not in NOISE_PRIORS_MEASURED_ON and not calibrated_here:
         return None

@@ -1,4 +1,4 @@
-"""The vocabularies of verdicts, arms and request orders."""
+"""The vocabularies of verdicts, A/B sides and request orders."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = range(4)
 StaticVerdict = Literal["pass", "fail", "inconclusive"]
 STATIC_VERDICTS: tuple[StaticVerdict, ...] = get_args(StaticVerdict)
 
-Side = Literal["base", "candidate"]  # as serving.abservers.Side (an independent layer)
-Order = tuple[Side, Side]
+Side = Literal["base", "candidate"]  # an A/B run's two builds (serving starts them, results records them)
+Order = tuple[Side, Side]  # which side goes first
+SIDES: Order = ("base", "candidate")
 BASE_FIRST: Order = ("base", "candidate")
 CANDIDATE_FIRST: Order = ("candidate", "base")
 

@@ -59,7 +59,7 @@ def test_user_errors_are_one_line_without_traceback(pytester, suite):
     cases = [
         (["--diffperf=nightly"], "unknown tolerance profile 'nightly'; the file has: pr_test, long_term"),
         (["--diffperf-baselines=missing.json"], "missing.json: file not found"),
-        (["--diffperf-hardware=tpu"], "tpu"),
+        (["--diffperf-hardware=tpu"], "--diffperf-hardware: unknown platform 'tpu'; expected one of: h100, b200"),
         (["--diffperf-server=comfy"], "unknown launcher 'comfy'; known: reference, sglang"),
         (["--diffperf-preset=fast"], "--diffperf-preset: expected one of sglang, got 'fast'"),
         (
@@ -85,6 +85,19 @@ def test_user_errors_are_one_line_without_traceback(pytester, suite):
         assert result.ret == 4, (extra, err)
         assert expected in err, (extra, err)
         assert "Traceback" not in err and err.count("ERROR: diffperf:") == 1
+
+
+def test_the_platform_is_parsed_once_where_it_is_given(pytester, suite):
+    """An alias is read as its platform's name (the header says it); an unknown one names the ini key."""
+    args = [a for a in suite([tiny_case("a")], {"a": GENEROUS}) if not a.startswith("--diffperf-hardware")]
+    result = pytester.runpytest(*args, "--diffperf-hardware=Hopper", "--collect-only")
+    result.stdout.fnmatch_lines(["diffperf: hardware=h100"])
+    pytester.makeini("[pytest]\ndiffperf_hardware = gfx\n")
+    result = pytester.runpytest(*args, "--collect-only")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        [f"ERROR: diffperf: ini key diffperf_hardware ({pytester.path / 'tox.ini'}): unknown platform 'gfx'; *"]
+    )
 
 
 def test_a_bad_ini_value_names_the_ini_key_and_file(pytester, suite):

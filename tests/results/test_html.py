@@ -12,6 +12,7 @@ import pytest
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.results import history, html
 from pytest_diffperf.results.provenance import Provenance
+from pytest_diffperf.results.rows import RequestRow, ServerRecord
 from tests.support.reports import Links, png_file, results
 
 pytest.importorskip("matplotlib")
@@ -82,7 +83,8 @@ def test_ab_charts_a_log_axis_each_metrics_own_tolerance_and_the_sides_apart(tmp
     stage = e2e.model_copy(update={"name": "stage[LatentPreparationStage]", "tolerance": 0.5, "ratio": 0.8,
                                    "low": 0.1, "high": 6.5, "verdict": "inconclusive"})  # fmt: skip
     ab.ab.metrics = [e2e, stage]
-    ab.rows = [{"side": side, "process_pair": 0, "steps_ms": [20.0, 21.0] if side == "base" else [45.0, 46.0]}
+    ab.rows = [RequestRow(side=side, process_pair=0, scenario="ab", e2e_ms=100.0,
+                          steps_ms=[20.0, 21.0] if side == "base" else [45.0, 46.0])
                for side in ("base", "candidate")]  # fmt: skip
     chart = charts.ab_chart(ab.ab)
     assert chart is not None and "each metric's tolerance" in chart and "change (log scale)" in chart
@@ -124,10 +126,10 @@ def test_an_ab_report_names_both_sides_charts_each_stage_and_shows_the_environme
     for i, side in enumerate(("base", "candidate")):
         log = tmp_path / f"{side}.log"
         log.write_text("".join(f"{side} line {n}\n" for n in range(100)))
-        logs.append({"side": side, "process_pair": 0, "pid": 10 + i, "port": 20000 + i, "log": str(log)})
+        logs.append(ServerRecord(side=side, process_pair=0, pid=10 + i, port=20000 + i, log=str(log)))
     ab.ab = ab.ab.model_copy(update={"metrics": [*ab.ab.metrics, stage], "servers": logs})
     gone = next(r for r in found if r.scenario == "fast")
-    gone.server = {"pid": 1, "port": 2, "log": str(tmp_path / "removed" / "server.log")}
+    gone.server = ServerRecord(pid=1, port=2, log=str(tmp_path / "removed" / "server.log"))
     header = {"profile": "pr_test", "hardware": "h100", "base": "git=origin/main:python", "candidate": "current",
               "base_commit": "1a2b3c4d5e6f7a8b", "candidate_commit": "9f8e7d6c5b4a3928"}  # fmt: skip
     prov = Provenance(timestamp="2026-05-04T12:00:00+00:00", device="NVIDIA H100 80GB HBM3", driver="NVIDIA 570.86",

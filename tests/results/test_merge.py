@@ -193,8 +193,8 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
         ),
         (
             [doc(result("a", "FAIL"))],
-            "results-1.json: scenarios.0.verdict: expected 'pass', 'fail', 'inconclusive', 'unguarded', 'unjudged', 'error' or "
-            "'skipped', got 'FAIL'",
+            "results-1.json: scenarios.0.verdict: expected 'pass', 'fail', 'inconclusive', 'error', 'skipped', 'unguarded' or "
+            "'unjudged', got 'FAIL'",
         ),
         ([doc(result("a", ""))], "results-1.json: scenarios.0.verdict: expected 'pass', 'fail',"),
         (
@@ -253,12 +253,12 @@ def test_rows_are_stored_once_and_rejoined_with_their_scenarios():
     }
     for s in stored["scenarios"]:
         del s["rows"]
-    assert [r.rows for r in results_of(stored)] == [
+    assert [[row.model_dump() for row in r.rows] for r in results_of(stored)] == [
         [{"scenario": "a", "e2e_ms": 1.0}],
         [{"scenario": "b", "e2e_ms": 2.0}],
     ]
     own = doc(result("a", rows=[{"scenario": "a", "e2e_ms": 9.0}]))  # an entry with its own rows keeps them
-    assert [r.rows for r in results_of(own)] == [[{"scenario": "a", "e2e_ms": 9.0}]]
+    assert [[row.model_dump() for row in r.rows] for r in results_of(own)] == [[{"scenario": "a", "e2e_ms": 9.0}]]
 
 
 def test_html_report_with_the_baselines_steps_and_the_historys_trend(files, tmp_path):

@@ -6,10 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_diffperf.cases import Case
-from pytest_diffperf.perf.limits import JudgeRules, get_preset
-from pytest_diffperf.perf.schema import Tolerances
-from pytest_diffperf.protocol import MemorySnapshot, PerfRecord, StageRecord
-from pytest_diffperf.results.abscenario import (
+from pytest_diffperf.judging.abscenario import (
     SCENARIO_VERDICT,
     design_for,
     measured,
@@ -18,6 +15,9 @@ from pytest_diffperf.results.abscenario import (
     pair_samples,
     run_noise,
 )
+from pytest_diffperf.perf.limits import JudgeRules, get_preset
+from pytest_diffperf.perf.schema import Tolerances
+from pytest_diffperf.protocol import MemorySnapshot, PerfRecord, StageRecord
 from pytest_diffperf.results.merge import scenario_of
 from pytest_diffperf.results.model import ABMetricRecord, ABRecord, ScenarioResult
 from pytest_diffperf.serving.abservers import PairRun

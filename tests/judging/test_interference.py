@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_diffperf.results.interference import ab_interference, interference_record, machine_busy, run_line
+from pytest_diffperf.judging.interference import ab_interference, interference_record, machine_busy, run_line
 from pytest_diffperf.results.model import ABRecord, CheckRecord, ScenarioResult
 from pytest_diffperf.results.provenance import Provenance
 from pytest_diffperf.results.stepsummary import markdown

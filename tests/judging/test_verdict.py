@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from pytest_diffperf.judging.verdict import E2E_AND_LOAD, judge_limits, judge_requests
 from pytest_diffperf.perf.limits import JudgeRules, plan_checks
 from pytest_diffperf.perf.measurement import Measurement
-from pytest_diffperf.results.verdict import E2E_AND_LOAD, judge_limits, judge_requests
 
 from ..perf.test_limits import SGLANG, at_baseline, fixture_set, tol  # noqa: F401 (fixtures)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from ..cases import Case
 from ..errors import DiffperfFailure
@@ -13,9 +13,11 @@ from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
+from ..results.model import CheckRecord, Outcome, ScenarioResult
+from ..results.rows import MemoryFigures, RequestRow
+from ..results.tables import format_failures
 from ..serving.measure import Sample
-from .model import CheckRecord, ScenarioResult, ScenarioVerdict
-from .tables import format_failures
+from ..verdicts.vocab import Side
 
 # The judged values a result carries (JUnit properties, the summary): check name -> result key.
 JUDGED = {"e2e": "e2e_ms", "load": "load_ms", "avg_denoise": "avg_step_ms", "median_denoise": "median_step_ms"}
@@ -56,28 +58,35 @@ def judged_values(measurement: Measurement, preset: limits.Preset) -> dict[str, 
 
 
 def request_rows(
-    scenario_id: str, samples: Sequence[Sample], measurement: Measurement, step_fractions: Sequence[float]
-) -> list[dict[str, Any]]:
+    scenario_id: str,
+    samples: Sequence[Sample],
+    measurement: Measurement,
+    step_fractions: Sequence[float],
+    pair: tuple[Side, int] | None = None,
+) -> list[RequestRow]:
+    """Each measured request's row; an A/B run's name their side and process pair (``pair``)."""
     load_ms = measurement.load_ms[0] if measurement.load_ms else None
+    named = {"side": pair[0], "process_pair": pair[1]} if pair is not None else {}
     rows = []
     for i, sample in enumerate(samples):
         steps = measurement.steps[i]
         snapshots = sample.record.memory_snapshots if sample.record else {}
         rows.append(
-            {
-                "scenario": scenario_id,
-                "request": sample.index,
-                "request_id": sample.output.request_id,
-                "e2e_ms": measurement.e2e_ms[i],
-                "client_ms": round(sample.client_ms, 2),
-                "load_ms": load_ms,
-                "avg_step_ms": statistics.fmean(steps) if steps else None,
-                "median_step_ms": statistics.median(steps) if steps else None,
-                "stages_ms": dict(measurement.stages[i]),
-                "sampled_steps_ms": {str(n): steps[n] for n in limits.step_indices(len(steps), step_fractions)},
-                "steps_ms": list(steps),
-                "memory_mb": {k: v.model_dump() for k, v in snapshots.items()},
-            }
+            RequestRow(
+                **named,
+                scenario=scenario_id,
+                request=sample.index,
+                request_id=sample.output.request_id,
+                e2e_ms=measurement.e2e_ms[i],
+                client_ms=round(sample.client_ms, 2),
+                load_ms=load_ms,
+                avg_step_ms=statistics.fmean(steps) if steps else None,
+                median_step_ms=statistics.median(steps) if steps else None,
+                stages_ms=dict(measurement.stages[i]),
+                sampled_steps_ms={str(n): steps[n] for n in limits.step_indices(len(steps), step_fractions)},
+                steps_ms=list(steps),
+                memory_mb={k: MemoryFigures(**v.model_dump()) for k, v in snapshots.items()},
+            )
         )
     return rows
 
@@ -126,7 +135,7 @@ def judge_limits(
         failing = sum(r.verdict in ("fail", "missing") for r in results)
         table = format_failures(results, limits.samples(measurement), rules.preset.statistic)
         message = f"{PERF_PREFIX} {failing} check(s) failed\n{table}"
-        verdict: ScenarioVerdict = "fail"
+        verdict: Outcome = "fail"
     elif "unguarded" in verdicts:
         message = "; ".join(r.message for r in results if r.verdict == "unguarded")
         verdict = "unguarded"

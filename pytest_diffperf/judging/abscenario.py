@@ -21,7 +21,18 @@ from ..perf import limits
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
-from ..serving.abservers import ABServers, PairRun, PairWork, Side
+from ..results.model import (
+    ABMetricRecord,
+    ABRecord,
+    AttributionRecord,
+    MeasurementRecord,
+    Outcome,
+    ScenarioResult,
+    StageShareRecord,
+)
+from ..results.rows import ServerRecord
+from ..results.tables import format_failures
+from ..serving.abservers import ABServers, PairRun, PairWork
 from ..serving.client import Output
 from ..serving.interference import Interference, Watch
 from ..serving.measure import Sample
@@ -30,19 +41,11 @@ from ..verdicts.attribution import Attribution
 from ..verdicts.design import ABDesign
 from ..verdicts.metrics import E2E, LOAD, VerdictPolicy, record_metrics
 from ..verdicts.noise import NoiseEstimate, estimate_noise
-from ..verdicts.vocab import Verdict
-from .model import (
-    ABMetricRecord,
-    ABRecord,
-    AttributionRecord,
-    ScenarioResult,
-    ScenarioVerdict,
-    StageShareRecord,
-)
-from .tables import format_failures
+from ..verdicts.vocab import SIDES, Side, Verdict
+from .interference import ab_interference
 from .verdict import PERF_PREFIX, check_record, request_rows
 
-SCENARIO_VERDICT: dict[Verdict, ScenarioVerdict] = {
+SCENARIO_VERDICT: dict[Verdict, Outcome] = {
     "regressed": "fail",
     "improved": "pass",
     "unchanged": "pass",
@@ -52,12 +55,10 @@ SCENARIO_VERDICT: dict[Verdict, ScenarioVerdict] = {
 
 @dataclass(frozen=True)
 class ABScenario:
-    """What the item needs back: the result, the candidate's first output (for the consistency check) and
-    what outside processes took while each of its process pairs measured."""
+    """What the item needs back: the result and the candidate's first output (for the consistency check)."""
 
     result: ScenarioResult
     output: Output | None
-    windows: list[Interference] = field(default_factory=list)
 
 
 def design_for(design: ABDesign, scenario_id: str) -> ABDesign:
@@ -116,7 +117,8 @@ class GroupAB:
         return [sid for sid, s in self._scenarios.items() if s.run.result is None]
 
     def judge(self, scenario_id: str, rules: limits.JudgeRules) -> ABScenario:
-        """Measure process pairs until ``scenario_id`` stops (a failure of a pair it shared: raised), and judge it."""
+        """Measure process pairs until ``scenario_id`` stops (a failure of a pair it shared: raised), and judge it
+        (with what outside processes took while its pairs measured: ``interference.ab_interference``)."""
         scenario = self._scenarios[scenario_id]
         while scenario.run.result is None:
             if self._error is not None:
@@ -132,7 +134,13 @@ class GroupAB:
         ab, runs = scenario.run.result, scenario.runs
         shared = sorted(sid for sid, s in self._scenarios.items() if sid != scenario_id and s.runs)
         judged = scenario_result(scenario_id, ab, runs, self.servers, scenario.case, scenario.wall_s, shared, rules)
-        return replace(judged, windows=list(scenario.windows))
+        if self.watch is not None:
+            ab_interference(judged.result, scenario.windows, self.watch.policy, self.servers.mode == "together")
+        # each side's entry comes from its own rows; no wall time of a single server to estimate the test's from
+        judged.result.measurement = MeasurementRecord(
+            num_frames=scenario.case.num_frames, is_video=scenario.case.is_video
+        )
+        return judged
 
     def _measure_next(self) -> None:
         index, open_ids = self._next, self.open
@@ -201,13 +209,14 @@ def scenario_result(
         ab=record,
     )
     result.rows = [
-        {"side": s, "process_pair": pair.index, **row}
+        row
         for pair in runs
-        for s in ("base", "candidate")
+        for s in SIDES
         for row in request_rows(
-            scenario_id, pair.samples[s], _measurement(pair.samples[s], case, pair.load_ms[s]), rules.step_fractions
+            scenario_id, pair.samples[s], _measurement(pair.samples[s], case, pair.load_ms[s]), rules.step_fractions,
+            (s, pair.index),
         )
-    ]
+    ]  # fmt: skip
     first = runs[0].samples["candidate"] if runs else []
     return ABScenario(result, first[0].output if first else None)
 
@@ -267,7 +276,7 @@ def ab_record(
         stop=ab.stop,
         metrics=metrics,
         attribution=attribution_record(ab.attribution) if ab.attribution is not None else None,
-        servers=[dict(info) for run in runs for info in run.servers],
+        servers=[ServerRecord.model_validate(info) for run in runs for info in run.servers],
         shared_with=list(shared),
         busy_pairs=ab.busy_pairs,
     )

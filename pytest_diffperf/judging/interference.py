@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..serving.interference import BusyPolicy, Interference
-from .model import (
+from ..results.model import (
     DeviceHolderRecord,
     InterferenceEffect,
     InterferenceRecord,
@@ -14,6 +13,7 @@ from .model import (
     OutsideProcessRecord,
     ScenarioResult,
 )
+from ..serving.interference import BusyPolicy, Interference
 from .verdict import PERF_PREFIX
 
 NEXT = (

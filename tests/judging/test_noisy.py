@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pytest_diffperf.judging.noisy import judge_noisy, pooled
+from pytest_diffperf.judging.verdict import E2E_AND_LOAD
 from pytest_diffperf.perf.limits import JudgeRules, get_preset
 from pytest_diffperf.perf.measurement import Measurement
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
-from pytest_diffperf.results.noisy import judge_noisy, pooled
-from pytest_diffperf.results.verdict import E2E_AND_LOAD
 from pytest_diffperf.verdicts.static import StaticPolicy
 
 STAGES = {"TextEncodingStage": 10.0, "DenoisingStage": 300.0, "DecodingStage": 100.0}

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from ..perf import limits
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
+from ..results.model import NoiseRecord, NoisyCheckRecord, ScenarioResult
+from ..results.tables import format_failures
 from ..verdicts.attribution import Attribution, Change, attribute
 from ..verdicts.metrics import stage_of
 from ..verdicts.static import StaticPolicy, StaticResult, judge_static_checks, remeasure, scenario_verdict
 from .abscenario import attribution_record
-from .model import NoiseRecord, NoisyCheckRecord, ScenarioResult
-from .tables import format_failures
 from .verdict import PERF_PREFIX, judge_limits
 
 
