@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
+from ..perf import limits
 from ..perf.measurement import Measurement
 from ..results.interference import ab_interference, interference_record, machine_busy
 from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
@@ -228,6 +229,7 @@ class ScenarioItem(pytest.Item):
         assert session.rules is not None
         rules = session.rules if self.case.run_perf_check else replace(session.rules, kinds=E2E_AND_LOAD)
         rules = replace(rules, required=frozenset(self.case.required_baselines))
+        rules = replace(rules, preset=limits.with_allowances(rules.preset, self.case.limit_allowances))
         started = time.monotonic() - measure_s
         noisy = session.static_policy if self.case.perf_repeat_requests >= 2 else None
         how = self.case.judged_requests
