@@ -3,13 +3,12 @@
 On the vendored releases every expressible H100 case is equal on every synthetic run (within limits,
 each targeted check just over and just under, one of two requests over, no load or VRAM baseline,
 no scenario); a copy whose validator is edited is reported different, with the first difference.
-``DIFFPERF_SGLANG_WHEELS`` (a folder of unpacked wheels, one ``X.Y.Z/`` folder per release) runs the
-same check on every release there (docs/sglang.md: 0.5.6 to 0.5.23 tried).
+Every release from 0.5.6 to 0.5.23 is equal too (``tests.support.sglang_wheels``: ``DIFFPERF_SGLANG_WHEELS``,
+else the wheels fetched once from the package index; skipped without one).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -18,15 +17,15 @@ import pytest
 from pytest_diffperf._util.jsonfile import validate
 from pytest_diffperf.cases import CaseFile
 from pytest_diffperf.commands import verify_sglang_judging as judging
-from pytest_diffperf.sglang import caselist, harness, release, standins
+from pytest_diffperf.sglang import caselist, harness, standins
 from pytest_diffperf.sglang.casefile import convert_lists
 from pytest_diffperf.sglang.inference import PROBES
 from pytest_diffperf.sglang.source import SERVER_DIR, locate
 from tests.support.paths import SGLANG_DATA
+from tests.support.sglang_wheels import release_trees
 
 RELEASES = {v: SGLANG_DATA / f"v{v}" / "src" for v in ("0.5.12", "0.5.17", "0.5.23")}
 EQUAL = {"0.5.12": (58, 4), "0.5.17": (64, 6), "0.5.23": (78, 7)}  # H100: equal, not expressible
-WHEELS = Path(os.environ["DIFFPERF_SGLANG_WHEELS"]) if os.environ.get("DIFFPERF_SGLANG_WHEELS") else None
 pytestmark = pytest.mark.skipif(
     not all((p / SERVER_DIR / "test_server_utils.py").is_file() for p in RELEASES.values()),
     reason="the vendored SGLang harness files are absent",
@@ -92,15 +91,9 @@ def test_a_validator_that_stops_failing_a_missing_load_baseline_is_reported_diff
     )
 
 
-@pytest.mark.skipif(WHEELS is None, reason="DIFFPERF_SGLANG_WHEELS (a folder of unpacked sglang wheels) is not set")
-def test_every_release_in_the_wheel_folder_is_judged_as_it_judges():
-    assert WHEELS is not None
-    tried = sorted(
-        (p for p in WHEELS.iterdir() if (p / SERVER_DIR / "test_server_utils.py").is_file()),
-        key=lambda p: release.parse(p.name),
-    )
-    assert tried
-    for tree in tried:
+@pytest.mark.server  # heavy: every release's wheel (fetched once into the cache), 18 checks
+def test_every_release_from_0_5_6_to_0_5_23_is_judged_as_it_judges():
+    for tree in release_trees():
         results = check(tree)
         assert not judging.differs(results), (tree.name, {k: v for k, v in results.items() if "different" in v})
         assert any(v.startswith("equal") for v in results.values()), tree.name
