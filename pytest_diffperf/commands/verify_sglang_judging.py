@@ -2,15 +2,17 @@
 
 For every case, one synthetic baseline scenario (the fields the release's ``ScenarioConfig`` has, written to
 a file that the release's ``BaselineConfig.load`` and the plugin's ``load_baselines`` both read) and synthetic
-perf records (``Variant``): all within limits; e2e, load, one sampled denoise step and each stage just over
-and just under the plugin's limit; two requests with only the first over (where the case repeats requests);
+perf records (``Variant``): all within limits; e2e, load, the first and a middle sampled denoise step and each
+stage just over and just under the plugin's limit; two requests with only the first over (where the case repeats requests);
 the scenario without a load baseline, without a VRAM baseline, missing. SGLang's side runs the release's own
 ``test_diffusion_generation`` on its test class, offline: ``run_and_collect`` answers the records, the other
 request-level checks (consistency, LoRA, output references) do nothing, and each ``_validate_and_record``
 call's outcome is kept (its first failing check, named from its message). The plugin's side is the verdict
-``suite.items`` reaches for the converted case (``results.verdict.judge_requests`` with the case's judged
-requests, required baselines and perf-check scope). A variant is equal when both pass, or when the checks
-SGLang failed are among the plugin's (SGLang stops at a request's first failing check).
+``suite.items`` reaches for the converted case by SGLang's rule (``results.verdict.judge_requests`` with the
+case's judged requests, required baselines, perf-check scope and limit allowances; the run's noise mode, on
+where noise priors were measured, is not SGLang's and not compared). A variant is equal when both pass, or
+when the checks SGLang failed are among the plugin's (SGLang stops at a request's first failing check); on
+ROCm, where SGLang only warns, a plugin failure of a limit SGLang passes is counted as explained.
 """
 
 from __future__ import annotations
