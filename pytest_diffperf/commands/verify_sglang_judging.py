@@ -2,8 +2,8 @@
 
 For every case, one synthetic baseline scenario (the fields the release's ``ScenarioConfig`` has, written to
 a file that the release's ``BaselineConfig.load`` and the plugin's ``load_baselines`` both read) and synthetic
-perf records (``Variant``): all within limits; e2e, load, the first and a middle sampled denoise step and each
-stage just over and just under the plugin's limit; two requests with only the first over (where the case repeats requests);
+perf records (``Variant``): all within limits; e2e, load, the first and a middle sampled denoise step, each
+stage and each memory figure just over and just under the plugin's limit; two requests with only the first over (where the case repeats requests);
 the scenario without a load baseline, without a VRAM baseline, missing. SGLang's side runs the release's own
 ``test_diffusion_generation`` on its test class, offline: ``run_and_collect`` answers the records, the other
 request-level checks (consistency, LoRA, output references) do nothing, and each ``_validate_and_record``
@@ -60,6 +60,16 @@ MEMORY = {
     "load_peak_allocated_mb": 18000.0, "runtime_peak_allocated_mb": 28000.0,
     "load_peak_host_anon_mb": 8000.0, "runtime_peak_host_anon_mb": 9000.0,
 }  # fmt: skip
+# A baseline memory key -> the perf record's snapshot and field that SGLang and the plugin read it from.
+MEMORY_FIELDS = {
+    f"{snap}_{kind}_mb": (snap, field)
+    for snap in ("load_peak", "runtime_peak", "warmup_peak")
+    for kind, field in (
+        ("vram", "peak_reserved_mb"),
+        ("allocated", "peak_allocated_mb"),
+        ("host_anon", "peak_host_anon_mb"),
+    )
+}
 WITHIN = 0.5  # a measured figure at this fraction of its baseline passes every rule
 # SGLang's assertion messages -> the plugin's check names (first match wins)
 MESSAGES: tuple[tuple[str, str], ...] = (
@@ -168,7 +178,7 @@ def variants_of(case: Case, scenario: ScenarioBaseline, rules: limits.JudgeRules
     )
     sampled = [c.name for c in checks if c.kind == "step"]
     targets = ["e2e", "load", *sampled[:1], *sampled[len(sampled) // 2 : len(sampled) // 2 + 1]]
-    targets += [c.name for c in checks if c.kind == "stage"]
+    targets += [c.name for c in checks if c.kind in ("stage", "vram", "host_anon")]
     by_name = {c.name: c for c in checks}
     out = [Variant("within limits", "full", (within,) * repeat)]
     for name in targets:
@@ -255,11 +265,6 @@ def _figures(request: dict[str, Any]) -> dict[str, Any]:
     baseline, with the request's own figures."""
     stages = {name: ms * WITHIN for name, ms in STAGES.items()}
     steps = [WITHIN * 100.0] * STEPS
-    for key, value in request.items():
-        if key.startswith("step["):
-            steps[int(key[5:-1])] = value
-        elif key.startswith("stage["):
-            stages[key[6:-1]] = value
     memory = {
         snap: {
             "peak_reserved_mb": MEMORY[f"{snap}_vram_mb"] * WITHIN,
@@ -268,6 +273,14 @@ def _figures(request: dict[str, Any]) -> dict[str, Any]:
         }
         for snap in ("load_peak", "runtime_peak", "warmup_peak")
     }
+    for key, value in request.items():
+        if key.startswith("step["):
+            steps[int(key[5:-1])] = value
+        elif key.startswith("stage["):
+            stages[key[6:-1]] = value
+        elif key in MEMORY:
+            snap, field = MEMORY_FIELDS[key]
+            memory[snap][field] = value
     record = {
         "request_id": "synthetic", "commit_hash": "synthetic", "tag": "synthetic",
         "stages": [{"name": n, "execution_time_ms": ms} for n, ms in stages.items()], "steps": steps,

@@ -66,5 +66,5 @@ def test_a_release_whose_lookup_changed_is_different_and_exits_1(tmp_path, capsy
         "different: candidate 2: SGLang official_generated/h100/qwen_image_t2i_1gpu.webp, "
         "plugin official_generated/h100/qwen_image_t2i_1gpu.png  " in row
     )
-    assert row.endswith(" equal (18 variants)")  # the judging column, last
+    assert row.endswith(" equal (28 variants)")  # the judging column, last
     assert "diffperf verify-sglang: ground-truth lookup: " in out and " different" in out
