@@ -103,6 +103,9 @@ class Case(BaseModel):
     # fails), or the last alone (SGLang 0.5.20+ and 0.5.19)
     judged_requests: Literal["all", "each", "last"] = "all"
     required_baselines: list[str] = Field(default_factory=list)  # baseline keys whose absence fails the scenario
+    # The step and decoding-stage allowances of the case's SGLang release (``perf.limits.ALLOWANCES``): 0.5.13 on,
+    # 0.5.12, or the releases before
+    limit_allowances: Literal["0.5.13", "0.5.12", "0.5.6"] = "0.5.13"
     run_consistency_check: bool = True
     perf_repeat_requests: PositiveInt = 1
     perf_warmup_requests: NonNegativeInt = 0

@@ -5,7 +5,9 @@ pins (``sglang.openaipin``: installed once into the plugin's cache, this command
 the path, where another is installed) over an httpx ``MockTransport``, and its ``diffusion_server`` fixture runs up to ``Popen``
 (``sglang.harness``); the plugin's request (``client.request_body`` as ``client.post_arguments``
 encodes it) and command (``Launcher.command`` and ``env``) for the converted case are built the
-same way, without a network. Each case is equal, different (with the first difference), or not
+same way, without a network; the ground-truth lookup (``verify_sglang_gt``) and the judging
+(``verify_sglang_judging``: synthetic measurements through the release's own validator and the plugin's
+limit engine) are compared too. Each case is equal, different (with the first difference), or not
 expressible (with the reason); an unexplained difference exits 1. Offline, no GPU.
 """
 
@@ -33,7 +35,7 @@ from ..sglang import caselist, harness, openaipin, release, semantics, standins
 from ..sglang.casefile import convert_lists
 from ..sglang.inference import PROBES
 from ..sglang.source import locate
-from . import verify_sglang_gt
+from . import verify_sglang_gt, verify_sglang_judging
 
 PINNED_RUN_ENV = "DIFFPERF_VERIFY_OPENAI_PINNED"  # set in the run that has the release's openai pin first on the path
 
@@ -52,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="check a release's own SGLang harness against what the plugin sends and starts, case by case",
         description="Load SGLang's own test harness of the release at SOURCE (get_generate_fn and the "
         "diffusion_server fixture), run it for every case of the suites without a network or a GPU, and compare "
-        "the request body and the server command and environment with the plugin's for the converted case. "
+        "the request body and the server command and environment with the plugin's for the converted case, and "
+        "the judging: synthetic measurements through the release's own validator against the plugin's verdict. "
         "Step one on a new SGLang release. Exits 1 on any unexplained difference.",
         epilog="SOURCE: an sglang checkout, an unpacked wheel, its test/server folder's gpu_cases.py or "
         "testcase_configs.py, or 'sglang' (the installed package; default).",
@@ -105,15 +108,21 @@ def run(args: argparse.Namespace) -> int:
         image = _input_image(Path(tmp) / "input.jpg")
         for entry in lists.select(args.suite):
             verdicts.append(_verify(loaded, entry.case, ours.get(entry.case.id), reasons, image, Path(tmp), rules))
-    gt = verify_sglang_gt.compare_all(loaded, [e.case for e in lists.select(args.suite)], ours, args.hardware)
-    rows = [["case", "request", "status", "first difference / reason", "ground-truth lookup"]]
-    rows += [[v.case_id, v.kind, v.status, v.detail, gt.get(v.case_id, "")] for v in verdicts]
+    sglang_cases = [e.case for e in lists.select(args.suite)]
+    gt = verify_sglang_gt.compare_all(loaded, sglang_cases, ours, args.hardware)
+    judging = verify_sglang_judging.compare_all(loaded, sglang_cases, ours, args.hardware)
+    rows = [["case", "request", "status", "first difference / reason", "ground-truth lookup", "judging"]]
+    rows += [
+        [v.case_id, v.kind, v.status, v.detail, gt.get(v.case_id, ""), judging.get(v.case_id, "")] for v in verdicts
+    ]
     print("\n".join(format_table(rows, right_from=None)))
     print(f"diffperf verify-sglang: ground-truth lookup: {verify_sglang_gt.summary(gt)}")
+    print(f"diffperf verify-sglang: judging: {verify_sglang_judging.summary(judging)}")
     counts = {s: sum(v.status == s for v in verdicts) for s in dict.fromkeys(v.status for v in verdicts)}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items())
     print(f"diffperf verify-sglang: {len(verdicts)} case(s): {summary} ({time.monotonic() - started:.1f} s)")
-    return 1 if counts.get("different") or counts.get("SGLang error") or verify_sglang_gt.differs(gt) else 0
+    differs = verify_sglang_gt.differs(gt) or verify_sglang_judging.differs(judging)
+    return 1 if counts.get("different") or counts.get("SGLang error") or differs else 0
 
 
 def _verify(

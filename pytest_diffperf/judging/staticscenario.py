@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..cases import Case
 from ..perf.limits import JudgeRules
@@ -24,7 +24,7 @@ from ..serving.process import ServerProcess
 from ..verdicts.static import StaticPolicy
 from .interference import machine_busy
 from .noisy import judge_noisy
-from .verdict import E2E_AND_LOAD, judge_requests, measurement_of
+from .verdict import case_rules, judge_requests, measurement_of
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,7 @@ def judge_static(scenario: StaticScenario, servers: StaticServers, first: Attemp
     (``--diffperf-quiet-wait``), else it is inconclusive (machine busy).
     """
     case = scenario.case
-    rules = scenario.rules if case.run_perf_check else replace(scenario.rules, kinds=E2E_AND_LOAD)
-    rules = replace(rules, required=frozenset(case.required_baselines))
+    rules = case_rules(scenario.rules, case)
     started = time.monotonic() - measure_s
     noisy = scenario.noisy if case.perf_repeat_requests >= 2 else None
 

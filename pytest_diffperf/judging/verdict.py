@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
 from ..cases import Case
@@ -98,6 +99,14 @@ def check_record(r: limits.CheckResult) -> CheckRecord:
         name=c.name, kind=c.kind, actual=r.actual, expected=c.expected, limit=c.limit, rel=c.rel, pad=c.pad,
         verdict=r.verdict,
     )  # fmt: skip
+
+
+def case_rules(rules: limits.JudgeRules, case: Case) -> limits.JudgeRules:
+    """The run's rules as ``case`` is judged: e2e and load only without its perf check, its required baselines,
+    its SGLang release's step and decoding-stage allowances."""
+    kinds = rules.kinds if case.run_perf_check else E2E_AND_LOAD
+    preset = limits.with_allowances(rules.preset, case.limit_allowances)
+    return replace(rules, kinds=kinds, required=frozenset(case.required_baselines), preset=preset)
 
 
 def judge_requests(

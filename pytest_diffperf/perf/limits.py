@@ -6,6 +6,7 @@ Faster never fails. The ``sglang`` preset reproduces SGLang 0.5.23's diffusion C
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -63,6 +64,25 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {"sglang": Preset("sglang")}
+# A case's SGLang release's step and decoding-stage allowances (``Case.limit_allowances``) -> the preset fields
+# they change: 0.5.12 allowed the first step rel 0.4 with the 20 ms pad, video steps the 20 ms pad, decoding stages
+# 250 ms; the releases before had no decoding-stage allowance (the 120 ms stage pad, its own rel).
+ALLOWANCES: dict[str, dict[str, float]] = {
+    "0.5.13": {},
+    "0.5.12": {"first_step_rel": 0.4, "first_step_pad_ms": 20.0, "video_step_pad_ms": 20.0, "decoding_pad_ms": 250.0},
+    "0.5.6": {
+        "first_step_rel": 0.4, "first_step_pad_ms": 20.0, "video_step_pad_ms": 20.0, "decoding_pad_ms": 120.0,
+        "decoding_min_rel": 0.0,
+    },
+}  # fmt: skip
+
+
+def with_allowances(preset: Preset, release: str) -> Preset:
+    """``preset`` with the step and decoding-stage allowances of SGLang ``release`` (a key of ``ALLOWANCES``)."""
+    changed = ALLOWANCES[release]
+    if not changed:
+        return preset
+    return Preset(**{**dataclasses.asdict(preset), **changed, "name": f"{preset.name} (SGLang {release} allowances)"})
 
 
 def get_preset(name: str) -> Preset:

@@ -286,6 +286,8 @@ def convert(
         required += ["load_peak_vram_mb", "runtime_peak_vram_mb"]  # judged where VRAM is (CUDA)
     if required:
         case["required_baselines"] = required
+    if not semantics.has("step_allowances"):
+        case["limit_allowances"] = "0.5.12" if semantics.has("decoding_allowance") else "0.5.6"
     warmups = 0 if semantics.has("warmup_requests") else sa.warmup_text + sa.warmup_edit + sa.warmup
     case["perf_warmup_requests"] = tc.perf_warmup_requests + warmups
     not_run = [name for name in UNSUPPORTED_CHECKS if getattr(tc, name, False)]

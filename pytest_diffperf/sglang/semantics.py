@@ -32,6 +32,23 @@ class Row:
 
 TABLE: tuple[Row, ...] = (
     Row(
+        "step_allowances",
+        "0.5.13",
+        "the first denoise step is allowed rel 0.4 (pad 20 ms), a video's other steps pad 20 ms",
+        "the first denoise step is allowed rel 4.0 (pad 80 ms), a video's other steps pad 160 ms, a decoding stage "
+        "pad 450 ms",
+        "test_server_utils.py: 0.5.12 _validate_denoise_steps `tolerance = 0.4 if idx == 0`; 0.5.13:63-66 "
+        "FIRST_DENOISE_STEP_TOLERANCE, VIDEO_DENOISE_STEP_MIN_ABS_TOLERANCE_MS, DECODING_STAGE_MIN_ABS_TOLERANCE_MS",
+    ),
+    Row(
+        "decoding_allowance",
+        "0.5.12",
+        "a decoding stage is allowed as any other stage (non_denoise_stage, pad 120 ms)",
+        "a stage named *DecodingStage is allowed rel at least 0.9, pad 250 ms (450 ms from 0.5.13)",
+        "test_server_utils.py _validate_stages: 0.5.11 no DecodingStage branch; 0.5.12 `if stage.endswith("
+        '"DecodingStage")`',
+    ),
+    Row(
         "perf_check_off",
         "0.5.21",
         "run_perf_check false judges nothing (every check, the baseline lookup too, under `if case.run_perf_check:`)",

@@ -62,8 +62,9 @@ def test_a_release_whose_lookup_changed_is_different_and_exits_1(tmp_path, capsy
     assert cli.main(["verify-sglang", str(tree), "--suite", "1-gpu", "--openai-as-installed"]) == 1
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("qwen_image_t2i "))
-    assert row.endswith(
+    assert (
         "different: candidate 2: SGLang official_generated/h100/qwen_image_t2i_1gpu.webp, "
-        "plugin official_generated/h100/qwen_image_t2i_1gpu.png"
+        "plugin official_generated/h100/qwen_image_t2i_1gpu.png  " in row
     )
+    assert row.endswith(" equal (28 variants)")  # the judging column, last
     assert "diffperf verify-sglang: ground-truth lookup: " in out and " different" in out

@@ -63,3 +63,14 @@ def test_perf_check_off_keeps_e2e_and_load_vram_only_where_reported_and_upscaled
     result.stdout.fnmatch_lines(
         ["*_ diffperf scenario upscaled _*", "server http://*: image is 64x64, expected 128x128"]
     )
+
+
+def test_a_case_is_judged_with_its_release_s_step_allowances(pytester, suite):
+    """Semantics row step_allowances: the first step of a 0.5.12 case is allowed rel 0.4, of a 0.5.13+ case 4.0."""
+    cases = [tiny_case("allow_0_5_13"), tiny_case("allow_0_5_12", limit_allowances="0.5.12", seed=2)]
+    first_step = {**GENEROUS, "denoise_step_ms": {"0": 60000.0}}
+    result = pytester.runpytest(*suite(cases, {"allow_0_5_13": first_step, "allow_0_5_12": first_step}))
+    result.assert_outcomes(passed=2)
+    by_id = {s["scenario"]: {c["name"]: c for c in s["checks"]} for s in results(pytester)["scenarios"]}
+    assert by_id["allow_0_5_13"]["step[0]"]["limit"] == 300000.0  # 60000 * (1 + 4.0)
+    assert by_id["allow_0_5_12"]["step[0]"]["limit"] == 84000.0  # 60000 * (1 + 0.4)

@@ -12,6 +12,8 @@ from packaging.version import Version
 
 from pytest_diffperf.cases import Case, load_case_file
 from pytest_diffperf.launchers import Launcher, ServerSpec
+from pytest_diffperf.perf.limits import JudgeRules, get_preset, plan_checks, with_allowances
+from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
 from pytest_diffperf.sglang import semantics
 from tests.support.paths import SGLANG_DATA
 
@@ -124,3 +126,38 @@ def test_required_baselines_e2e_and_load_from_0_5_21_vram_from_0_5_19_for_perf_c
     assert by_release["0.5.23"][unchecked].required_baselines == e2e_load  # validate_e2e/_load run for every case
     assert by_release["0.5.20"][checked].required_baselines == vram
     assert by_release["0.5.18"][checked].required_baselines == []
+
+
+@pytest.mark.parametrize(
+    ("version", "override", "allowances"),
+    [("0.5.23", None, "0.5.13"), ("0.5.17", None, "0.5.13"), ("0.5.12", None, "0.5.12"), ("0.5.12", "0.5.11", "0.5.6")],
+)
+def test_step_and_decoding_allowances_follow_the_release(version, override, allowances):
+    """Rows step_allowances (0.5.13) and decoding_allowance (0.5.12): the case carries its release's allowances."""
+    assert {c.limit_allowances for c in cases(version, override=override).values()} == {allowances}
+
+
+def test_the_allowances_change_the_first_step_video_step_and_decoding_limits():
+    base = get_preset("sglang")
+    tol = Tolerances(e2e=0.25, denoise_stage=0.25, non_denoise_stage=0.8, denoise_step=0.3, denoise_agg=0.2)
+    scenario = ScenarioBaseline(
+        stages_ms={"VaeDecodingStage": 500.0}, denoise_step_ms={"0": 100.0, "4": 100.0}, expected_e2e_ms=1000.0,
+        expected_avg_denoise_ms=100.0, expected_median_denoise_ms=100.0,
+    )  # fmt: skip
+
+    def limits_of(release: str) -> dict[str, float]:
+        rules = JudgeRules(tol, with_allowances(base, release), (0.0, 1.0))
+        return {c.name: c.limit for c in plan_checks(scenario, rules, is_video=True, num_frames=None)}
+
+    assert limits_of("0.5.13") == {
+        **limits_of("0.5.13"),
+        "step[0]": 500.0,
+        "step[4]": 260.0,
+        "stage[VaeDecodingStage]": 950.0,
+    }
+    assert {k: limits_of("0.5.12")[k] for k in ("step[0]", "step[4]", "stage[VaeDecodingStage]")} == {
+        "step[0]": 140.0,
+        "step[4]": 130.0,
+        "stage[VaeDecodingStage]": 950.0,
+    }
+    assert limits_of("0.5.6")["stage[VaeDecodingStage]"] == 900.0  # non_denoise_stage 0.8, the 120 ms stage pad
