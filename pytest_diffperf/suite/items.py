@@ -18,7 +18,7 @@ import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
 from ..perf.measurement import Measurement
-from ..results.interference import ab_interference, interference_record, machine_busy
+from ..results.interference import ab_interference, interference_record, machine_busy, measured_busy
 from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
 from ..results.noisy import judge_noisy, pooled
 from ..results.verdict import (
@@ -188,7 +188,8 @@ class ScenarioItem(pytest.Item):
         used, attempts, effect, waited = [first], [first], None, 0.0
         regen = get_regen(self.config)
         if regen is not None:
-            result, record = regen.regenerate(self.name, first.measurement, measure_s + start_share)
+            busy = measured_busy(interference_record([first.window], session.interference.policy))
+            result, record = regen.regenerate(self.name, first.measurement, measure_s + start_share, busy)
             self.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
         elif session.settings.profile is None:
             result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")
@@ -252,7 +253,7 @@ class ScenarioItem(pytest.Item):
     ) -> Judged:
         """Judge the quiet attempts (all of them when none is quiet); measure again while ``judge`` asks, or
         after a fail judged on busy attempts alone, once the machine is quiet; at most ``2 * max_attempts``
-        servers, ``--diffperf-quiet-wait`` seconds of waiting in all."""
+        servers, ``--diffperf-quiet-wait`` seconds of waiting in the whole run (``Watch.budget``)."""
         assert self.spec is not None
         watch = session.interference
         attempts, waited, remeasured, why = [first], 0.0, False, ""
@@ -262,14 +263,15 @@ class ScenarioItem(pytest.Item):
             result, again = judge(used)
             busy_fail = result.verdict == "fail" and not quiet
             if busy_fail:
-                if len(attempts) >= 2 * max_attempts or waited >= watch.policy.wait_s:
+                if len(attempts) >= 2 * max_attempts or watch.quiet_left_s <= 0:
                     why = f"busy on {len(attempts)} fresh server(s), {waited:.0f} s waited for quiet"
+                    why += "" if watch.quiet_left_s > 0 else f"; the run's {watch.policy.wait_s:.0f} s of waiting spent"
                     break
                 session.pool.release()
-                found = watch.wait_quiet(self.spec.num_gpus, session.pool.progress, watch.policy.wait_s - waited)
+                found = watch.wait_quiet(self.spec.num_gpus, session.pool.progress)
                 waited += found.waited_s
                 if not found.found:
-                    why = f"not quiet within {watch.policy.wait_s:.0f} s"
+                    why = f"not quiet within {found.waited_s:.0f} s, the run's {watch.policy.wait_s:.0f} s of waiting"
                     break
                 remeasured = True
             elif not again or len(attempts) >= 2 * max_attempts:
