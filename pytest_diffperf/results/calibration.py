@@ -113,7 +113,6 @@ def ab_figures(paths: Sequence[Path], figures: Figures, notes: list[str], busy: 
             "(run it again with --diffperf-ab-min-process-pairs 4 when the machine is quiet, or --include-busy)",
             source=", ".join(map(str, paths)),
         )
-    assert used[0].ab is not None
     return ABSource(
         results=[str(p) for p in paths],
         scenarios=sorted({r.scenario for r in used}),
