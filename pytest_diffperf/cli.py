@@ -28,6 +28,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "merge",
     "accept",
     "trend",
+    "calibrate",
     "compare",
     "import-cases",
     "verify-sglang",
@@ -35,7 +36,7 @@ SUBCOMMANDS: tuple[str, ...] = (
 )
 DESCRIPTION = (
     "Tools around pytest-diffperf's performance baselines and results: check and inspect baseline and case "
-    "files, split a suite into CI shards and merge their results, write baselines from a run's results, follow a history of runs, convert SGLang's "
+    "files, split a suite into CI shards and merge their results, write baselines from a run's results, follow a history of runs, calibrate a runner class's noise, convert SGLang's "
     "case lists, run the cross-framework serving comparison, and bisect to the commit that regressed. The checks themselves run in pytest: "
     "pytest --diffperf=PROFILE."
 )

@@ -26,8 +26,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "decided by the same policy and written into the file the scenario came from (a new one: the file its "
         "platform reads), locked and atomic; the change is printed before it is written. Refused, with nothing "
         "written: scenarios that errored, failed their consistency check or were measured in an A/B run "
-        "(unless --from), results of another platform than the file's (unless --force), results files older "
-        "than version 3.",
+        "(unless --from), scenarios measured while other processes took the machine (unless --accept-busy, then "
+        "named in the file's metadata), results of another platform than the file's (unless --force), results "
+        "files older than version 3.",
     )
     parser.add_argument("results", nargs="+", metavar="RESULTS", help="results files, or folders of them (*.json)")
     parser.add_argument(
@@ -48,6 +49,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=SIDES,
         help="of an A/B run's scenarios, accept this side's requests (refused without it)",
     )
+    parser.add_argument(
+        "--accept-busy",
+        action="store_true",
+        help="accept scenarios measured while other processes took the machine (named in the file's metadata)",
+    )
     parser.add_argument("--force", action="store_true", help="write figures of another platform than the file's")
     parser.add_argument("--description", help="replace the files' metadata.description")
     parser.set_defaults(func=run)
@@ -65,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         )
     hardware = inputs.merged.get("hardware")
     baselines = load_baselines(baseline_path(args.baselines, inputs), hardware)
-    accepted = plan(inputs, baselines, settings, select, args.side)
+    accepted = plan(inputs, baselines, settings, select, args.side, args.accept_busy)
     for line in accepted.refused.values():
         print(f"diffperf accept: refused: {line}", file=sys.stderr)
     if accepted.refused:
@@ -73,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         raise DiffperfError(
             f"{len(accepted.refused)} scenario(s) refused, nothing written; leave them out with -k '{leave_out}'"
         )
+    for line in accepted.busy:
+        print(f"diffperf accept: warning: accepted with --accept-busy: {line}")
     for note in accepted.notes:
         print(f"diffperf accept: {note}")
     if not accepted.entries:
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     ids = list(accepted.entries)
     preview_settings = RegenSettings(settings.policy, settings.min_improvement, dry_run=True)
     preview = regenerator(inputs, baselines, preview_settings, ids, force=args.force, description=args.description,
-                          announce=print)  # fmt: skip
+                          announce=print, busy=accepted.busy)  # fmt: skip
     for warning in preview.warnings:
         print(f"diffperf accept: warning: {warning}")
     records = [preview.write(sid, entry, regression) for sid, (entry, regression) in accepted.entries.items()]
@@ -91,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if not settings.dry_run:
         writer = regenerator(inputs, baselines, settings, ids, force=args.force, description=args.description,
-                             announce=lambda _line: None)  # fmt: skip
+                             announce=lambda _line: None, busy=accepted.busy)  # fmt: skip
         try:
             records = [writer.write(sid, entry, regression) for sid, (entry, regression) in accepted.entries.items()]
         except OSError as exc:

@@ -68,6 +68,25 @@ def figures(window: Interference) -> str:
     return text + "".join(f"; {h.text()}" for h in window.holders)
 
 
+def measured_busy(record: InterferenceRecord | None, pairs: int = 0) -> str | None:
+    """Why a scenario's figures are no baseline: ``measured busy (other processes used 86% of 2 CPUs, load average
+    7.90; 2 of 2 measurements over 25%)``; None when it was measured quiet (or not watched). ``pairs``: an A/B
+    run's process pairs measured busy."""
+    busy = [w for w in record.windows if w.busy] if record is not None else []
+    if not busy and not pairs:
+        return None
+    if not busy:
+        return f"measured busy ({pairs} process pair(s) measured while other processes took the machine)"
+    assert record is not None
+    peak = max(busy, key=lambda w: max(w.cpu_share, w.device_share))
+    held = f", {peak.device_share:.0%} of a device's memory" if peak.device_share else ""
+    over = f" over {record.threshold:.0%}" if record.threshold is not None else ""
+    return (
+        f"measured busy (other processes used {peak.cpu_share:.0%} of {peak.cpus} CPUs{held}, load average "
+        f"{peak.load_avg[0]:.2f}; {len(busy)} of {len(record.windows)} measurement(s){over})"
+    )
+
+
 def machine_busy(
     result: ScenarioResult, windows: Sequence[Interference], policy: BusyPolicy, why: str, next_step: str = NEXT
 ) -> None:
@@ -126,4 +145,6 @@ def run_line(results: Iterable[ScenarioResult]) -> str | None:
     effects = [record.effect for record in busy]
     made = [f"{effects.count(e)} {label}" for e, label in (("inconclusive", "fail(s) made inconclusive"),
             ("remeasured", "fail(s) re-measured quiet")) if e in effects]  # fmt: skip
+    waited = sum(record.waited_s for _, record in recorded)
+    text += f"; {waited:.0f} s waited for quiet in all" if waited >= 1 else ""
     return text + (f": {', '.join(made)}" if made else "")

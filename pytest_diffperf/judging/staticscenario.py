@@ -72,10 +72,10 @@ class StaticServers:
         samples = measure(self.server, self.launcher, self.case, self.timeout_s)
         return Attempt(samples, measurement_of(samples, self.case, self.server.load_ms), meter.stop())
 
-    def wait_quiet(self, wait_s: float) -> Quiet:
-        """The pool's server stopped, then a wait of ``wait_s`` at most for a quiet machine."""
+    def wait_quiet(self) -> Quiet:
+        """The pool's server stopped, then a wait for a quiet machine (at most what is left of the run's budget)."""
         self.pool.release()
-        return self.watch.wait_quiet(self.spec.num_gpus, self.pool.progress, wait_s)
+        return self.watch.wait_quiet(self.spec.num_gpus, self.pool.progress)
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,9 @@ def _attempts(
 ) -> Judged:
     """Judge the quiet attempts (all of them when none is quiet); measure again while ``judge`` asks, or
     after a fail judged on busy attempts alone, once the machine is quiet; at most ``2 * max_attempts``
-    servers, ``--diffperf-quiet-wait`` seconds of waiting in all."""
-    policy = servers.watch.policy
+    servers, ``--diffperf-quiet-wait`` seconds of waiting in the whole run (``Watch.budget``)."""
+    watch = servers.watch
+    policy = watch.policy
     attempts, waited, remeasured, why = [first], 0.0, False, ""
     while True:
         quiet = [a for a in attempts if not policy.busy(a.window)]
@@ -131,13 +132,14 @@ def _attempts(
         result, again = judge(used)
         busy_fail = result.verdict == "fail" and not quiet
         if busy_fail:
-            if len(attempts) >= 2 * max_attempts or waited >= policy.wait_s:
+            if len(attempts) >= 2 * max_attempts or watch.quiet_left_s <= 0:
                 why = f"busy on {len(attempts)} fresh server(s), {waited:.0f} s waited for quiet"
+                why += "" if watch.quiet_left_s > 0 else f"; the run's {policy.wait_s:.0f} s of waiting spent"
                 break
-            found = servers.wait_quiet(policy.wait_s - waited)
+            found = servers.wait_quiet()
             waited += found.waited_s
             if not found.found:
-                why = f"not quiet within {policy.wait_s:.0f} s"
+                why = f"not quiet within {found.waited_s:.0f} s, the run's {policy.wait_s:.0f} s of waiting"
                 break
             remeasured = True
         elif not again or len(attempts) >= 2 * max_attempts:

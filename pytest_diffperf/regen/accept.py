@@ -11,7 +11,8 @@ scenarios that errored, failed their consistency check, or were measured in an A
 ``side`` picks one side's requests), scenarios without measured requests, results files written
 before their rows carried a baseline entry's figures (version < ``ENTRY_VERSION``), and, under
 ``improve`` (whose "no regression" is the run's own verdict), results judged with a tolerance
-profile the baseline file does not define.
+profile the baseline file does not define, and scenarios measured while other processes took the
+machine (``busy``: unless ``--accept-busy``, then named in the files' metadata).
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from typing import Any
 
 from .._util.names import name_problem
 from ..errors import DiffperfError
+from ..judging.interference import measured_busy
 from ..perf.baselines import LEGACY_PROFILE, BaselineSet
 from ..results.entries import measured_entry, rows_of
 from ..results.merge import merge, read_results, results_of
 from ..results.model import ENTRY_VERSION, ScenarioResult
 from ..results.rows import RequestRow
+from .busy import BUSY_KEY, QUIET, busy_note
 from .guard import check_platforms
 from .policy import RegenSettings
 from .regenerator import Regenerator
@@ -84,6 +87,7 @@ class Plan:
     entries: dict[str, tuple[dict[str, Any], str | None]] = field(default_factory=dict)  # id -> (entry, regression)
     notes: list[str] = field(default_factory=list)  # scenarios left as they are, and why
     refused: dict[str, str] = field(default_factory=dict)  # id -> one line: results file, scenario, why
+    busy: list[str] = field(default_factory=list)  # accepted though measured busy (--accept-busy): id and figures
 
 
 def plan(
@@ -92,8 +96,10 @@ def plan(
     settings: RegenSettings,
     select: Callable[[str], bool],
     side: str | None,
+    accept_busy: bool = False,
 ) -> Plan:
-    """Each selected scenario's measured entry, or why it is left alone or refused."""
+    """Each selected scenario's measured entry, or why it is left alone or refused (measured busy: unless
+    ``accept_busy``, then listed in ``busy``)."""
     out = Plan()
     profile = inputs.merged.get("profile")
     profiles = set(baselines.tolerances) - {LEGACY_PROFILE}
@@ -110,6 +116,9 @@ def plan(
             out.notes.append(f"{sid}: skipped in the run ({result.message or 'no reason given'}): left as it is")
             continue
         problem = _refusal(result, side)
+        busy = measured_busy(result.interference, result.ab.busy_pairs if result.ab else 0) if problem is None else None
+        if busy is not None and not accept_busy:
+            problem = f"{busy}: figures of a busy machine are no baseline (they hide slowdowns); {QUIET}"
         if problem is None and settings.policy == "improve" and profile and profiles and profile not in profiles:
             source = baselines.source.get(sid, baselines.primary)
             problem = (
@@ -123,6 +132,7 @@ def plan(
                 problem = str(exc)
             else:
                 out.entries[sid] = (entry, _regression(result, profile))
+                out.busy += [f"{sid} {busy}"] if busy is not None else []
                 continue
         out.refused[sid] = f"{where}: {problem}"
     return out
@@ -157,6 +167,7 @@ def regenerator(
     force: bool,
     description: str | None,
     announce: Callable[[str], None],
+    busy: Sequence[str] = (),
 ) -> Regenerator:
     """The regenerator that writes the accepted scenarios, after the platform check of every target file
     against the device each results file was measured on (``guard``) and, unless a dry run, their writability."""
@@ -176,6 +187,8 @@ def regenerator(
         description=description, tool=SOURCE, source_run=inputs.run_line(), commit=provenance.get("commit"),
         device=device, runner=provenance.get("runner"),
     )  # fmt: skip
+    if busy:
+        metadata[BUSY_KEY] = busy_note(busy)
     if not settings.dry_run:
         for sid in scenario_ids:
             check_writable(target_file(baselines, hardware, sid))

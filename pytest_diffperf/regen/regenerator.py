@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ..perf.baselines import BaselineSet
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
 from ..results.model import ScenarioResult
+from .busy import BUSY_KEY, QUIET, busy_note
 from .guard import check_platforms
 from .policy import Decision, RegenSettings
 from .summary import decision_lines
@@ -38,6 +39,8 @@ class Regenerator:
     metadata: dict[str, str]
     announce: Callable[[str], None] = lambda _line: None  # each decision, before it is written (live)
     warnings: tuple[str, ...] = ()  # the --regen-force overrides of the platform check
+    accept_busy: bool = False  # --accept-busy: write figures measured busy, named in the metadata
+    busy: list[str] = field(default_factory=list)  # the scenarios written so though measured busy
 
     @classmethod
     def start(
@@ -54,6 +57,7 @@ class Regenerator:
         force: bool = False,
         description: str | None = None,
         announce: Callable[[str], None] = lambda _line: None,
+        accept_busy: bool = False,
     ) -> Regenerator:
         """Check the run can regenerate (DiffperfError if not): cases to measure, files that can be written and
         hold the platform's figures the servers measure (``device``, of platform ``measured``; see ``guard``)."""
@@ -81,6 +85,7 @@ class Regenerator:
             ),
             announce,
             tuple(warnings),
+            accept_busy,
         )
         if not settings.dry_run:
             for path in targets:
@@ -91,10 +96,19 @@ class Regenerator:
         return target_file(self.baselines, self.hardware, scenario_id)
 
     def regenerate(
-        self, scenario_id: str, measurement: Measurement, test_time_s: float
+        self, scenario_id: str, measurement: Measurement, test_time_s: float, busy: str | None = None
     ) -> tuple[ScenarioResult, dict[str, Any]]:
         """Decide and write one measured scenario (``test_time_s``: its estimated full test time): the test's
-        result, and the record the summary prints."""
+        result, and the record the summary prints. ``busy`` (measured while other processes took the machine,
+        with the figures): refused (ScenarioFailure) unless ``accept_busy``, then named in the metadata."""
+        if busy is not None and not self.accept_busy:
+            raise ScenarioFailure(
+                f"{scenario_id}: not regenerated, {busy}: figures of a busy machine are no baseline (they hide "
+                f"slowdowns); {QUIET}"
+            )
+        if busy is not None:
+            self.busy.append(f"{scenario_id} {busy}")
+            self.metadata[BUSY_KEY] = busy_note(self.busy)
         measured = entry_from_measurement(measurement, full_test_time_s=test_time_s)
         path = self.target(scenario_id)
         try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import ScenarioResult
+from .stale import stale_note
 from .tables import reason
 
 
@@ -93,10 +94,13 @@ def next_lines(r: ScenarioResult, run: RunContext) -> list[tuple[str, str]]:
 
 def details(results: Sequence[ScenarioResult], run: RunContext) -> list[str]:
     """Under the summary table: each scenario that did not pass, its whole reason and the lines under its
-    message's first (an inconclusive verdict's checks), then ``next:`` (once for the inconclusive ones)."""
+    message's first (an inconclusive verdict's checks), then ``next:`` (once for the inconclusive ones); then
+    each pass far faster than its baseline (``stale baseline?``, with the command that records it)."""
+    stale = [f"  {r.scenario}: {note}" for r in results if r.outcome == "pass" and (note := stale_note(r))]
+    stale = ["passed far faster than the baseline:", *stale] if stale else []
     shown = not_passed(results)
     if not shown:
-        return []
+        return stale
     lines = ["not passed:"]
     for r in shown:
         lines.append(f"  {r.scenario} ({r.outcome}): {reason(r)}")
@@ -110,7 +114,7 @@ def details(results: Sequence[ScenarioResult], run: RunContext) -> list[str]:
         which = unsure[0] if len(unsure) == 1 else f"{len(unsure)} inconclusive scenarios"
         lines.append(f"  next, for {which}:")
         lines += [f"    {what}: {how}" for what, how in steps]
-    return lines
+    return lines + stale
 
 
 def wrapped(lines: Sequence[str], width: int) -> list[str]:

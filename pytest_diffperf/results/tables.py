@@ -19,6 +19,7 @@ from typing import Any
 from .._util.text import format_table
 from ..perf.limits import CheckResult
 from .model import CheckRecord, ScenarioResult
+from .stale import stale_note
 
 MEMORY_KINDS = frozenset({"vram", "host_anon"})
 SAMPLES_SHOWN = 8  # samples listed per check in a failure message (the rest counted)
@@ -147,7 +148,7 @@ def reason(result: ScenarioResult) -> str:
     verdict did not fail it)."""
     outcome = result.outcome
     if outcome == "pass":
-        return unreported_text(result)
+        return "; ".join(p for p in (stale_note(result), unreported_text(result)) if p)
     parts = []
     bad = failing_checks(result) if result.verdict == "fail" else []
     output = "output: " + output_reason(result.consistency or {}) if result.consistency_status == "fail" else ""

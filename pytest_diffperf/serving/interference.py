@@ -264,8 +264,10 @@ def wait_quiet(
     meter: Callable[[], Meter],
     progress: Callable[[str], None] = lambda _line: None,
     sample_s: float = QUIET_SAMPLE_S,
+    total_s: float | None = None,
 ) -> Quiet:
-    """Measure windows of ``sample_s`` until one is not busy, for ``policy.wait_s`` at most."""
+    """Measure windows of ``sample_s`` until one is not busy, for ``policy.wait_s`` at most (``total_s``: the run's
+    whole budget, for the announcement)."""
     started = time.monotonic()
     said = False
     while True:
@@ -281,8 +283,19 @@ def wait_quiet(
             progress(f"diffperf: the machine stayed busy for {waited:.0f} s ({window.text()})")
             return Quiet(False, waited, window)
         if not said:
-            progress(f"diffperf: waiting up to {policy.wait_s:.0f} s for a quiet machine: {window.text()}")
+            budget = f" (of {total_s:.0f} s for the whole run)" if total_s is not None else ""
+            progress(
+                f"diffperf: waiting up to {policy.wait_s:.0f} s{budget} for a quiet machine: {window.text()}; "
+                "--diffperf-quiet-wait=0 skips the wait"
+            )
             said = True
+
+
+@dataclass
+class QuietBudget:
+    """The run's waiting for a quiet machine: ``--diffperf-quiet-wait`` seconds in all, not per scenario."""
+
+    spent_s: float = 0.0
 
 
 @dataclass
@@ -337,6 +350,7 @@ class Watch:
     policy: BusyPolicy
     probe: DeviceProbe | None = None
     device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}
+    budget: QuietBudget = field(default_factory=QuietBudget)  # what the run has waited for quiet so far
 
     def devices(self, num_gpus: int) -> tuple[str, ...]:
         """The devices a server gets: its visible-devices variable, else (devices not managed) the first ``num_gpus``."""
@@ -353,7 +367,14 @@ class Watch:
         guard = DeviceGuard(self.probe, self.root, self.policy, progress)
         return lambda num_gpus: guard.check(self.devices(num_gpus))
 
-    def wait_quiet(self, num_gpus: int, progress: Callable[[str], None], wait_s: float | None = None) -> Quiet:
-        """:func:`wait_quiet` for a server of ``num_gpus``, ``wait_s`` at most (default: the policy's)."""
-        policy = self.policy if wait_s is None else replace(self.policy, wait_s=wait_s)
-        return wait_quiet(policy, lambda: self.meter(num_gpus), progress)
+    @property
+    def quiet_left_s(self) -> float:
+        """What is left of the run's wait for quiet (``--diffperf-quiet-wait`` in all)."""
+        return max(self.policy.wait_s - self.budget.spent_s, 0.0)
+
+    def wait_quiet(self, num_gpus: int, progress: Callable[[str], None]) -> Quiet:
+        """:func:`wait_quiet` for a server of ``num_gpus``, at most what is left of the run's budget."""
+        policy = replace(self.policy, wait_s=self.quiet_left_s)
+        found = wait_quiet(policy, lambda: self.meter(num_gpus), progress, total_s=self.policy.wait_s)
+        self.budget.spent_s += found.waited_s
+        return found

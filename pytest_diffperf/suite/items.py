@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
-from ..judging.interference import interference_record
+from ..judging.interference import interference_record, measured_busy
 from ..judging.noisy import pooled
 from ..judging.staticscenario import Attempt, StaticScenario, StaticServers, judge_static
 from ..judging.verdict import (
@@ -175,7 +175,8 @@ class ScenarioItem(pytest.Item):
         used, attempts, effect, waited = [first], [first], None, 0.0
         regen = get_regen(self.config)
         if regen is not None:
-            result, record = regen.regenerate(self.name, first.measurement, measure_s + start_share)
+            busy = measured_busy(interference_record([first.window], session.interference.policy))
+            result, record = regen.regenerate(self.name, first.measurement, measure_s + start_share, busy)
             self.user_properties.append((REGEN_PROPERTY, json.dumps(record)))
         elif session.settings.profile is None:
             result = ScenarioResult(scenario=self.name, verdict="unjudged", message="performance not judged")

@@ -350,7 +350,8 @@ class Settings:
     )
     diffperf_quiet_wait: float = option(
         "--diffperf-quiet-wait",
-        "seconds to wait for a quiet machine (a busy fail) or a free device (--diffperf-busy-device wait)",
+        "seconds to wait for a quiet machine (a busy fail; in all, for the whole run, 0: never wait) or a free "
+        "device (--diffperf-busy-device wait)",
         seconds_or_zero,
         "120",
     )
@@ -386,6 +387,10 @@ class Settings:
     )
     regen_force: bool = switch(
         "--regen-force", "regenerate even where the baseline file's platform is not the measured hardware"
+    )
+    accept_busy: bool = switch(
+        "--accept-busy",
+        "regenerate even from a measurement taken while other processes took the machine (said in the metadata)",
     )
     regen_description: str | None = option(
         "--regen-description", "replace the baseline file's metadata.description with this text", str

@@ -35,7 +35,7 @@ def start_regen(config: pytest.Config, session: DiffperfSession) -> None:
         run = Regenerator.start(
             settings, session.baselines, s.diffperf_hardware, session.cases, ids,
             s.diffperf_cases, device=device, measured=measured, force=s.regen_force,
-            description=s.regen_description, announce=session.pool.progress,
+            description=s.regen_description, announce=session.pool.progress, accept_busy=s.accept_busy,
         )  # fmt: skip
     except DiffperfError:
         shutil.rmtree(session.workdir, ignore_errors=True)  # an empty folder; nothing of this run stays

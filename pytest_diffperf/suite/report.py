@@ -31,6 +31,7 @@ from .options import detached_paths_note
 from .regen import get_regen
 from .runs import case_file_lines, comparison_lines, write_html
 from .stash import get_session
+from .verdictsettings import priors_line
 
 if TYPE_CHECKING:
     from .session import DiffperfSession
@@ -118,6 +119,12 @@ class ResultsCollector:
         return [
             f"diffperf: {self.provenance(session).line()}",
             *([f"diffperf: note: {machine}"] if machine else []),
+            priors_line(
+                session.priors,
+                session.settings.diffperf_noise,
+                session.launcher.name,
+                session.settings.diffperf_hardware,
+            ),
             describe(config, session.workdir),
             *case_file_lines(session),
             *([f"diffperf: warning: {note}"] if note else []),

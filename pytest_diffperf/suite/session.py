@@ -32,6 +32,7 @@ from ..serving.pool import ServerPool
 from ..sglang.semantics import newer_than_known
 from ..sharding.devices import DeviceShare, device_share, visible_devices
 from ..sharding.plan import Shard, plan_shards, which_shard
+from ..verdicts.priors import NoisePriors
 from ..verdicts.static import StaticPolicy
 from .consistency import consistency_config, thresholds
 from .logdir import log_dir
@@ -66,6 +67,7 @@ class DiffperfSession:
     ab: ABRun | None = None  # --diffperf-base: every scenario A/B against the base build
     static_policy: StaticPolicy | None = None  # None: stored-baseline checks by SGLang's rule alone
     inconclusive: InconclusiveMode = "report"
+    priors: NoisePriors | None = None  # --diffperf-noise's calibration file (None: the built-in priors)
     _sharing: Counter[str] | None = field(default=None, repr=False)  # server group -> scenarios of the suite on it
     interference: Watch = field(default_factory=lambda: Watch(os.getpid(), BusyPolicy()))  # what others take
 
@@ -138,6 +140,7 @@ class DiffperfSession:
             ab=ab,
             static_policy=noise,
             inconclusive=settings.diffperf_inconclusive,
+            priors=priors,
             interference=interference,
         )
         try:

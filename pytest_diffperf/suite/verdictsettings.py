@@ -17,6 +17,7 @@ from ..errors import DiffperfError
 from ..judging.abscenario import GroupAB
 from ..perf.baselines import BaselineSet
 from ..perf.schema import Tolerances
+from ..platforms import Platform
 from ..results.provenance import CPU_LAUNCHERS
 from ..serving.abservers import ABServers, ServerMode, SideServer, resolve_side
 from ..serving.gitside import GitCheckouts
@@ -98,6 +99,19 @@ class ABRun:
 def noise_priors(settings: Settings) -> NoisePriors | None:
     """The calibration file of ``--diffperf-noise`` (None: the defaults, measured on cpu)."""
     return read_priors(settings.diffperf_noise) if settings.diffperf_noise is not None else None
+
+
+def priors_line(priors: NoisePriors | None, path: Path | None, launcher: str, platform: Platform | None) -> str:
+    """The header's line naming the noise priors in force, or saying that none fit this platform and how to fix it."""
+    if priors is not None and path is not None:
+        return f"diffperf: noise priors: {priors.describe(path)}"
+    if launcher in CPU_LAUNCHERS and platform in NOISE_PRIORS_MEASURED_ON:
+        return f"diffperf: noise priors: built in (the {launcher} server on {platform})"
+    return (
+        f"diffperf: note: no noise calibration for {launcher} on {platform or 'this platform'} (the built-in priors "
+        "are the reference server's on cpu): diffperf calibrate --ab AA.json --history DIR -o noise.json, then "
+        "--diffperf-noise noise.json"
+    )
 
 
 def ab_policy(

@@ -1,14 +1,18 @@
 """Noise priors calibrated for a runner class (``--diffperf-noise FILE``), and how they replace the defaults.
 
 The file holds what an A/A run on that runner class measured (``NoiseEstimate`` per metric: the
-``noise`` of each metric in an A/B results file), rounded up, for A/B and for static mode::
+``between`` and ``within`` of each metric in an A/B results file), rounded up, for A/B, and what a
+history of static runs measured, for static mode::
 
     {"ab": {"e2e": {"between": 0.01, "within": 0.03}, "denoising_stage": {"between": 0.01, "within": 0.03},
             "denoise_agg": {...}, "stage": {...}, "load": {"between": 0.05, "within": 0}},
      "static": {"e2e": {"baseline": 0.03, "process": 0.02, "within": 0.03}, "denoise": {...}, "stage": {...},
-                "load": {...}}}
+                "load": {...}},
+     "calibration": {"runner_class": "cpu-2core", "created": "2026-12-05T18:00:00+00:00", "ab": {...},
+                     "static": {...}, "figures": {"ab.e2e.between": {"measured": 0.012, "scenario": "..."}}}}
 
-Every key is optional; what the file leaves out keeps its default. Weights are the priors'
+``diffperf calibrate`` writes it (``calibration`` says from what, with its confidence). Every key
+is optional; what the file leaves out keeps its default. Weights are the priors'
 (``between_weight``, ``within_weight``, ``process_weight``), default as in :class:`.noise.Noise`.
 """
 
@@ -88,11 +92,58 @@ class StaticPriors(_Strict):
         return any(getattr(self, name) is not None for name in ("e2e", "denoise", "stage", "load"))
 
 
+class ABSource(_Strict):
+    """The A/A run the ``ab`` priors came from: its results files, scenarios, and how many pairs."""
+
+    results: list[str]
+    scenarios: list[str]
+    process_pairs: Annotated[int, Field(ge=2)]  # the fewest any scenario measured
+    request_pairs: Annotated[int, Field(ge=2)]  # every scenario's together
+
+
+class StaticSource(_Strict):
+    """The history the ``static`` priors came from: its folder, scenarios, runs and days."""
+
+    history: str
+    scenarios: list[str]
+    runs: Annotated[int, Field(ge=1)]
+    days: Annotated[int, Field(ge=1)]
+    first: str  # the first and last day (YYYY-MM-DD)
+    last: str
+
+
+class Figure(_Strict):
+    """One prior's figure as measured, before rounding up, and the scenario that gave it (the largest)."""
+
+    measured: Annotated[float, Field(ge=0)]
+    scenario: str
+
+
+class Calibration(_Strict):
+    """Where a calibration file came from: its runner class, when, and the runs it was measured on."""
+
+    runner_class: Annotated[str, Field(min_length=1)]
+    created: str  # ISO 8601, UTC
+    hardware: str | None = None
+    device: str | None = None
+    ab: ABSource | None = None
+    static: StaticSource | None = None
+    busy: list[str] = Field(default_factory=list)  # scenarios kept though measured busy (--include-busy)
+    figures: dict[str, Figure] = Field(default_factory=dict)  # "ab.e2e.between", "static.e2e.baseline", ...
+
+
 class NoisePriors(_Strict):
-    """A calibration file: priors for A/B, for static mode, or both."""
+    """A calibration file: priors for A/B, for static mode, or both, and where they came from."""
 
     ab: ABPriors = Field(default_factory=ABPriors)
     static: StaticPriors = Field(default_factory=StaticPriors)
+    calibration: Calibration | None = None
+
+    def describe(self, path: Path) -> str:
+        """``FILE (runner class X, calibrated 2026-12-05)``: the priors in force, for a run's header."""
+        if self.calibration is None:
+            return f"{path} (written by hand: no calibration block)"
+        return f"{path} (runner class {self.calibration.runner_class}, calibrated {self.calibration.created[:10]})"
 
 
 def read_priors(path: Path) -> NoisePriors:

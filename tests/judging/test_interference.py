@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_diffperf.judging.interference import ab_interference, interference_record, machine_busy, run_line
+from pytest_diffperf.judging.interference import (
+    ab_interference,
+    interference_record,
+    machine_busy,
+    measured_busy,
+    run_line,
+)
 from pytest_diffperf.results.model import ABRecord, CheckRecord, ScenarioResult
 from pytest_diffperf.results.provenance import Provenance
 from pytest_diffperf.results.stepsummary import markdown
@@ -125,9 +131,18 @@ def test_the_runs_line_names_the_busiest_scenario_and_what_busy_did():
     line = run_line([a, b, c, ScenarioResult(scenario="skipped", verdict="skipped")])
     assert line == (
         "other processes used up to 61% of 2 CPUs (flux_tiny_t2i), load average up to 4.40; 2 of 3 scenario(s) "
-        "measured busy (over 25%): 1 fail(s) made inconclusive, 1 fail(s) re-measured quiet"
+        "measured busy (over 25%); 128 s waited for quiet in all: 1 fail(s) made inconclusive, 1 fail(s) "
+        "re-measured quiet"
     )
     assert run_line([ScenarioResult(scenario="x", verdict="pass")]) is None
+
+
+def test_measured_busy_names_the_busiest_measurement_for_a_refused_baseline():
+    assert measured_busy(interference_record([QUIET], POLICY)) is None and measured_busy(None) is None
+    assert measured_busy(interference_record([QUIET, BUSY], POLICY)) == (
+        "measured busy (other processes used 61% of 2 CPUs, load average 4.40; 1 of 2 measurement(s) over 25%)"
+    )
+    assert measured_busy(None, 3) == "measured busy (3 process pair(s) measured while other processes took the machine)"
 
 
 def test_provenance_carries_the_runs_interference_into_the_step_summary():

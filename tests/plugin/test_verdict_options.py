@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 
 import pytest
 
 from pytest_diffperf.perf.schema import Tolerances
-from pytest_diffperf.suite.verdictsettings import ab_policy
+from pytest_diffperf.suite.verdictsettings import ab_policy, priors_line
 from pytest_diffperf.verdicts.metrics import E2E_NOISE, SEQUENTIAL_NOISE
 from pytest_diffperf.verdicts.noise import Noise
 from pytest_diffperf.verdicts.priors import NoisePriors
@@ -164,3 +165,29 @@ def test_a_b_tolerances_are_the_profiles_unless_given():
     )
     assert calibrated.e2e.noise == Noise(0.01, 0.02)  # the calibration file's priors win over the mode's
     assert calibrated.denoising_stage.noise == SEQUENTIAL_NOISE
+
+
+def test_the_header_names_the_noise_priors_in_force(pytester, suite):
+    """Issue 39: built in for the reference server on cpu, or the calibration file with its runner class and date."""
+    args = suite([tiny_case("a")], {"a": GENEROUS})
+    built_in = pytester.runpytest(*args, "--collect-only")
+    built_in.stdout.fnmatch_lines(["diffperf: noise priors: built in (the reference server on cpu)"])
+    calibration = {"runner_class": "gpu-pool", "created": "2026-12-05T18:00:00+00:00"}
+    (pytester.path / "noise.json").write_text(
+        json.dumps({"ab": {"e2e": {"between": 0.01, "within": 0.02}}, "calibration": calibration})
+    )
+    (pytester.path / "hand.json").write_text(json.dumps({"ab": {"e2e": {"between": 0.01, "within": 0.02}}}))
+    given = pytester.runpytest(*args, "--diffperf-noise=noise.json", "--collect-only")
+    given.stdout.fnmatch_lines(["diffperf: noise priors: *noise.json (runner class gpu-pool, calibrated 2026-12-05)"])
+    by_hand = pytester.runpytest(*args, "--diffperf-noise=hand.json", "--collect-only")
+    by_hand.stdout.fnmatch_lines(["diffperf: noise priors: *hand.json (written by hand: no calibration block)"])
+
+
+@pytest.mark.parametrize(("launcher", "hardware"), [("sglang", "cpu"), ("reference", "h100"), ("sglang", None)])
+def test_a_platform_without_calibration_says_so_with_the_command(launcher, hardware):
+    line = priors_line(None, None, launcher, hardware)
+    assert line == (
+        f"diffperf: note: no noise calibration for {launcher} on {hardware or 'this platform'} (the built-in priors are "
+        "the reference server's on cpu): diffperf calibrate --ab AA.json --history DIR -o noise.json, then "
+        "--diffperf-noise noise.json"
+    )

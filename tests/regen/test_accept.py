@@ -401,3 +401,33 @@ def test_a_fifo_in_a_results_folder_is_refused_without_waiting(tmp_path, capsys,
         err.strip()
         == f"diffperf accept: error: {folder / 'stuck.json'}: expected a JSON file, got a FIFO, socket or device"
     )
+
+
+def window(share: float, busy: bool) -> dict:
+    return {"wall_s": 12.0, "cpus": 2, "outside_cpu_s": round(24 * share, 2), "cpu_share": share, "device_share": 0.0,
+            "load_avg": [7.9 if busy else 0.4, 5.0, 3.0], "busy": busy}  # fmt: skip
+
+
+def test_a_scenario_measured_busy_is_refused_with_its_figures_unless_accept_busy(tmp_path, capsys, bundled):
+    """Issue 39: a busy machine's figures hide slowdowns; --accept-busy takes them and says so in the metadata."""
+    doc = resultfiles.current()
+    doc["scenarios"][0]["interference"] = {
+        "threshold": 0.25, "effect": "kept", "windows": [window(0.86, True), window(0.05, False)]
+    }  # fmt: skip
+    err = refusal(tmp_path, capsys, doc)
+    assert err.splitlines()[0] == (
+        "diffperf accept: refused: TMP/r.json: scenario flux_tiny_t2i: measured busy (other processes used 86% of 2 "
+        "CPUs, load average 7.90; 1 of 2 measurement(s) over 25%): figures of a busy machine are no baseline (they "
+        "hide slowdowns); record it when the machine is quiet (pytest --regen-baselines -k ID, or diffperf accept on "
+        "a quiet run's results), or --accept-busy to take it anyway"
+    )
+    assert "leave them out with -k 'not flux_tiny_t2i'" in err
+    assert main(["accept", write(tmp_path / "r.json", doc), f"--baselines={bundled}", "--accept-busy"]) == 0
+    out = capsys.readouterr().out
+    assert "diffperf accept: warning: accepted with --accept-busy: flux_tiny_t2i measured busy (other processes" in out
+    metadata = json.loads(bundled.read_text())["metadata"]
+    assert metadata["measured_busy"] == (
+        "accepted with --accept-busy though measured busy: flux_tiny_t2i measured busy (other processes used 86% of 2 "
+        "CPUs, load average 7.90; 1 of 2 measurement(s) over 25%)"
+    )
+    assert lint_baselines(bundled, "cpu") == []

@@ -111,6 +111,21 @@ def test_waiting_for_quiet_ends_at_once_on_a_quiet_reading_and_gives_up_after_th
     assert not busy.found and 0.6 < busy.waited_s < 5
     assert lines[0].startswith("diffperf: waiting up to 1 s for a quiet machine: other processes used ")
     assert lines[-1].startswith("diffperf: the machine stayed busy for ")
+    assert lines[0].endswith("; --diffperf-quiet-wait=0 skips the wait")
+
+
+def test_the_wait_for_quiet_is_the_runs_not_each_scenarios(tmp_path):
+    """Issue 39: ``--diffperf-quiet-wait`` bounds the whole run; the announcement says so and how to skip it."""
+    lines: list[str] = []
+    watch = Watch(os.getpid(), BusyPolicy(share=0.01, wait_s=5.0))
+    with outside_burners(2, tmp_path):
+        first = watch.wait_quiet(1, lines.append)
+        second = watch.wait_quiet(1, lines.append)
+    assert not first.found and not second.found
+    assert watch.budget.spent_s == pytest.approx(first.waited_s + second.waited_s)
+    assert watch.quiet_left_s == 0 and 5 <= watch.budget.spent_s < 12
+    assert lines[0].startswith("diffperf: waiting up to 5 s (of 5 s for the whole run) for a quiet machine: ")
+    assert lines[0].endswith("; --diffperf-quiet-wait=0 skips the wait")
 
 
 def fake_npu_smi(folder: Path, pid: int | None = None) -> str:
