@@ -29,7 +29,7 @@ def git(repo: Path, *args: str, timeout: float = TIMEOUT_S) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitError(command, str(exc)) from None
     if done.returncode != 0:  # killed, git says nothing: how it ended
-        raise GitError(command, done.stderr or done.stdout or f"git ended by {exit_text(done.returncode)}")
+        raise GitError(command, done.stderr or done.stdout or f"git ended with {exit_text(done.returncode)}")
     return done.stdout.rstrip()
 
 

@@ -121,7 +121,7 @@ def run_step(
     if code not in (0, 1) or not results.is_file():
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:])
         raise DiffperfError(
-            f"pytest ended by {exit_text(code)} without a verdict (log: {log}):\n{tail}", source=f"step {name}"
+            f"pytest ended with {exit_text(code)} without a verdict (log: {log}):\n{tail}", source=f"step {name}"
         )
     return judge_step(read_results(results), metric, wall_s, results, log)
 

@@ -89,7 +89,7 @@ def test_a_git_side_whose_checkout_is_killed_leaves_no_worktree(tmp_path):
     code, err, seen, killed = kill_a_child(command, repo, run_env(repo), checkout)
     assert "worktree add" in killed
     assert_ended_cleanly(code, err, seen)
-    assert "git: cannot check out" in err and "git ended by signal SIGKILL" in err, err
+    assert "git: cannot check out" in err and "git ended with signal SIGKILL" in err, err
     assert worktrees(repo) == []
     assert "locked" not in git(repo, "worktree", "list", "--porcelain")
     assert left_in_temp(repo) == []
@@ -111,6 +111,7 @@ def test_a_git_side_whose_install_is_killed_leaves_no_venv(tmp_path):
     code, err, seen, killed = kill_a_child(command, repo, run_env(repo), pip)
     assert "pip install" in killed
     assert_ended_cleanly(code, err, seen)
+    assert "install: installing" in err and "ended with signal SIGKILL); log: " in err, err
     venvs = cache / "venvs"
     assert not [p.name for p in venvs.iterdir() if p.is_dir()] if venvs.is_dir() else True, "a half-built venv"
     assert left_in_temp(repo) == []
@@ -148,6 +149,8 @@ def test_a_bisect_whose_step_is_killed_leaves_nothing(tmp_path):
     code, err, seen, killed = kill_a_child(command, repo, run_env(repo), step)
     assert "-m pytest" in killed
     assert_ended_cleanly(code, err, seen)
-    assert err.startswith("diffperf bisect: error: step step-1: pytest ended by signal SIGKILL without a verdict"), err
+    assert err.startswith("diffperf bisect: error: step step-1: pytest ended with signal SIGKILL without a verdict"), (
+        err
+    )
     assert worktrees(repo) == []
     assert left_in_temp(repo) == []
