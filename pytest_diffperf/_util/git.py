@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from .lifecycle import exit_text
+
 COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")  # a commit id (SHA-1 or SHA-256, possibly abbreviated)
 TIMEOUT_S = 120.0  # a worktree of a large repository takes a while to check out
 
@@ -26,8 +28,8 @@ def git(repo: Path, *args: str, timeout: float = TIMEOUT_S) -> str:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitError(command, str(exc)) from None
-    if done.returncode != 0:
-        raise GitError(command, done.stderr or done.stdout)
+    if done.returncode != 0:  # killed, git says nothing: how it ended
+        raise GitError(command, done.stderr or done.stdout or f"git ended with {exit_text(done.returncode)}")
     return done.stdout.rstrip()
 
 

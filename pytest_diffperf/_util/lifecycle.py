@@ -38,6 +38,16 @@ def die_with_parent(parent: int, sig: signal.Signals = signal.SIGKILL) -> None:
         os._exit(1)
 
 
+def exit_text(code: int) -> str:
+    """A return code in words: ``exit code 3``, ``signal SIGKILL``."""
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        return f"signal {signal.Signals(-code).name}"
+    except ValueError:
+        return f"signal {-code}"
+
+
 def exit_as(code: int) -> NoReturn:
     """End as a child that returned ``code`` did: that exit code, or killed by the same signal (``code`` < 0)."""
     if code < 0:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._util.lifecycle import run_to_end
+from .._util.lifecycle import exit_text, run_to_end
 from ..errors import DiffperfError
 from ..perf.limits import stage_name
 from ..results.merge import read_results, results_of
@@ -120,7 +120,9 @@ def run_step(
         )
     if code not in (0, 1) or not results.is_file():
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:])
-        raise DiffperfError(f"pytest exited {code} without a verdict (log: {log}):\n{tail}", source=f"step {name}")
+        raise DiffperfError(
+            f"pytest ended with {exit_text(code)} without a verdict (log: {log}):\n{tail}", source=f"step {name}"
+        )
     return judge_step(read_results(results), metric, wall_s, results, log)
 
 

@@ -27,7 +27,7 @@ from filelock import FileLock
 
 from .._util import git
 from .._util.cachedir import default_cache
-from .._util.lifecycle import run_to_end
+from .._util.lifecycle import exit_text, run_to_end
 from ..errors import DiffperfError
 from .sidespec import GitSource, SideSpec
 
@@ -201,7 +201,7 @@ class GitCheckouts:
                 if code != 0:
                     tail = "\n".join(log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:])
                     raise DiffperfError(
-                        f"installing {commit[:12]} failed ({shlex.join(step[:4])} ... exited {code}); "
+                        f"installing {commit[:12]} failed ({shlex.join(step[:4])} ... ended with {exit_text(code)}); "
                         f"log: {log}\n{tail}",
                         source=source,
                         key="install",

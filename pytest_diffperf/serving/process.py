@@ -8,7 +8,6 @@ import os
 import random
 import re
 import shlex
-import signal
 import socket
 import subprocess
 import threading
@@ -22,6 +21,7 @@ import psutil
 import requests
 
 from .. import protocol
+from .._util.lifecycle import exit_text
 from .._util.ports import server_port_range
 from ..errors import DiffperfFailure
 from ..platforms import DEVICE_ENV_VARS
@@ -404,16 +404,6 @@ class ServerProcess:
 
     def log_section(self) -> str:
         return self.snapshot().section()
-
-
-def exit_text(code: int) -> str:
-    """A return code in words: ``exit code 3``, ``signal SIGKILL``."""
-    if code >= 0:
-        return f"exit code {code}"
-    try:
-        return f"signal {signal.Signals(-code).name}"
-    except ValueError:
-        return f"signal {-code}"
 
 
 def stop_marked(token: str, grace: float = 5.0) -> list[int]:

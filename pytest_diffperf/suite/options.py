@@ -7,6 +7,7 @@ paths from the command line to the invocation directory.
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -429,17 +430,39 @@ def ini_value(config: pytest.Config, dest: str) -> object:
     where = f"diffperf: ini key {dest} ({config.inipath})"
     try:
         value = config.getini(dest)
-    except (TypeError, ValueError) as exc:
-        text = str(exc)  # pytest's (or int()'s, float()'s) words: "... got int: 5", "invalid truth value 'ture'"
-        got = (
-            text.rsplit("got ", 1)[-1] if "got " in text else text.removeprefix("invalid truth value ").rsplit(": ")[-1]
-        )
-        quote = " (write it quoted)" if opt.ini_type == "string" else ""
-        raise pytest.UsageError(f"{where}: expected {INI_EXPECTED[opt.ini_type]}{quote}, got {got}") from None
+    except (TypeError, ValueError, pytest.UsageError) as exc:
+        cause = exc.__cause__ if isinstance(exc, pytest.UsageError) else exc  # pytest 9.2 wraps its error
+        if not isinstance(cause, (TypeError, ValueError)):
+            raise
+        got = _got(str(cause))
+        listed = _listed(got.removeprefix("list: "))
+        if listed is None:
+            quote = " (write it quoted)" if opt.ini_type == "string" else ""
+            raise pytest.UsageError(f"{where}: expected {INI_EXPECTED[opt.ini_type]}{quote}, got {got}") from None
+        value = listed
     if isinstance(value, list):
         shown = ", ".join(map(str, value))
         raise pytest.UsageError(f"{where}: expected {INI_EXPECTED[opt.ini_type]}, got a list ({shown})")
     return value
+
+
+def _got(text: str) -> str:
+    """The value in pytest's (or int()'s, float()'s) words about it: ``... got int: 5`` -> ``int: 5``,
+    ``invalid truth value 'ture'`` -> ``'ture'``, ``... but got: [1]`` -> ``[1]``."""
+    if "got " in text:
+        return text.rsplit("got ", 1)[-1]
+    return text.removeprefix("invalid truth value ").rsplit(": ")[-1]
+
+
+def _listed(text: str) -> list[object] | None:
+    """The list pytest shows as ``text`` (its repr of a TOML array), or None when ``text`` shows no list."""
+    if not text.startswith("["):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, list) else None
 
 
 def option_value(config: pytest.Config, dest: str, *, early: bool = False) -> object:

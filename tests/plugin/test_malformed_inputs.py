@@ -800,7 +800,7 @@ def test_the_table_is_large_and_covers_every_entry_point():
 @pytest.mark.parametrize("bad", CASES, ids=lambda bad: bad.id)
 def test_malformed_input_is_one_clear_error(bad: Bad, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     if bad.modes and os.geteuid() == 0:
-        pytest.skip("root reads and writes whatever the permission bits say")
+        pytest.skip("root reads and writes whatever the permission bits say (test_read_only_paths.py drops that)")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     for name, value in bad.env.items():
         monkeypatch.setenv(name, value.replace("{root}", str(pytester.path)))

@@ -164,3 +164,23 @@ def test_a_killed_watchdog_fails_its_test_and_leaves_no_server(pytester, suite):
         assert f"watchdog (pid {watchdog.pid}) was killed by signal SIGKILL" in scenario["message"]
     finally:
         cleanup(proc, tag)
+
+
+def test_a_killed_server_fails_its_test_and_leaves_nothing(pytester, suite):
+    """SIGKILL of the server itself mid-request (the OOM killer's choice): the test fails naming the signal, its
+    watchdog ends, pytest ends with its results written."""
+    tag = uuid.uuid4().hex
+    proc = start_run(pytester, suite, tag, "request")
+    try:
+        server = wait_for("request", tag, proc)
+        watchdog = server.parent()
+        assert watchdog is not None and "pytest_diffperf.serving.watchdog" in " ".join(watchdog.cmdline())
+        server.kill()
+        assert proc.wait(timeout=60) == 1
+        assert gone(tag) == []
+        assert not watchdog.is_running() or watchdog.status() == psutil.STATUS_ZOMBIE
+        (scenario,) = json.loads((pytester.path / "results.json").read_text())["scenarios"]
+        assert scenario["verdict"] == "error"
+        assert "killed by signal SIGKILL" in scenario["message"], scenario["message"]
+    finally:
+        cleanup(proc, tag)

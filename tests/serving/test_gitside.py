@@ -165,6 +165,6 @@ def test_a_failing_install_is_one_error_with_its_log(repo, tmp_path):
         build(GitCheckouts(repo), f"git=HEAD:python; install; cache={tmp_path / 'cache'}")
     assert info.value.key == "install"
     message = str(info.value)
-    assert "installing " in message and " failed (" in message and "exited 1); log: " in message
+    assert "installing " in message and " failed (" in message and "ended with exit code 1); log: " in message
     assert "is not installable. Neither 'setup.py' nor 'pyproject.toml' found." in message  # pip's own words
     assert not [p for p in (tmp_path / "cache" / "venvs").iterdir() if p.is_dir()]  # no half-built venv kept
