@@ -2,7 +2,7 @@
 summary and the HTML report end with.
 
 A failure's own ``next:`` (the regeneration and ``diffperf show`` commands) is in the failing test's
-report; these are the run-wide ones: an inconclusive verdict (record this machine, run A/B, more
+report; these are the run-wide ones: an inconclusive verdict (record this machine when it is quiet, run A/B, more
 requests or servers, calibrate the noise; for an A/B run more process pairs and the noise) and an
 output that differs from its ground truth (``pytest --regen-ground-truth -k ID``).
 """
@@ -37,6 +37,9 @@ class RunContext:
         return cls(results_file, [str(b) for b in baselines], gt_dir, bool(header.get("base")))
 
 
+CALIBRATE = "diffperf calibrate --ab AA.json --history DIR -o noise.json, then --diffperf-noise=noise.json"
+
+
 def select(scenario: str) -> list[str]:
     """``-k ID`` (the node id is the safer choice when ``-k ID`` matches more: the failure's own ``next:`` says)."""
     return ["-k", scenario]
@@ -50,16 +53,16 @@ def inconclusive_next(ids: Sequence[str], run: RunContext) -> list[tuple[str, st
     if run.ab:
         return [
             ("more process pairs", "--diffperf-ab-max-process-pairs=20 --diffperf-ab-max-requests=160"),
-            ("calibrate the noise", "--diffperf-noise=FILE (an A/A run's figures; docs/verdicts.md)"),
+            ("calibrate the noise", f"{CALIBRATE} (from an A/A run; docs/verdicts.md)"),
         ]
     baseline = run.baselines[0] if run.baselines else "FILE"
     regen = shlex.join(["pytest", "--regen-baselines", f"--diffperf-baselines={baseline}", *only])
     record = f"diffperf accept {run.results_file} (or {regen})" if run.results_file else regen
     return [
-        ("record this machine", record),
+        ("record this machine when it is quiet", record),
         ("run A/B", "--diffperf-base=current (or python=BASE-VENV/bin/python: the base build)"),
         ("more requests or servers", "perf_repeat_requests in the case, --diffperf-remeasure=5"),
-        ("calibrate the noise", "--diffperf-noise=FILE (docs/verdicts.md)"),
+        ("calibrate the noise", f"{CALIBRATE} (docs/verdicts.md)"),
     ]
 
 

@@ -118,7 +118,7 @@ def test_an_inconclusive_ab_verdict_is_reported_with_what_to_do_next(pytester, s
     details = out[out.index("not passed:") :]
     assert re.search(r"^  same \(inconclusive\): PERFORMANCE: inconclusive: e2e ", details, re.M), details
     assert "  next, for same:\n    more process pairs: --diffperf-ab-max-process-pairs=20" in details
-    assert "    calibrate the noise: --diffperf-noise=FILE" in details
+    assert "    calibrate the noise: diffperf calibrate --ab AA.json" in details
     # JUnit: a skipped test case (valid xunit2), the verdict its message: a dashboard does not show it green
     lxml = pytest.importorskip("lxml.etree")
     xml = lxml.parse(str(pytester.path / "junit.xml"))

@@ -106,10 +106,13 @@ def test_an_inconclusive_scenarios_section_says_whole_why_and_what_next(tmp_path
     assert "<p class='reason'>PERFORMANCE: inconclusive (3 fresh server(s), 9 requests): the run&#x27;s noise " \
            "supports neither</p>" in part  # fmt: skip
     assert (
-        "<li>record this machine: <code>pytest --regen-baselines --diffperf-baselines=b.json -k noisy</code></li>"
+        "<li>record this machine when it is quiet: <code>pytest --regen-baselines --diffperf-baselines=b.json -k noisy</code></li>"
         in part
     )
-    assert "<li>calibrate the noise: <code>--diffperf-noise=FILE (docs/verdicts.md)</code></li>" in part
+    assert (
+        "<li>calibrate the noise: <code>diffperf calibrate --ab AA.json --history DIR -o noise.json, then --diffperf-noise=noise.json (docs/verdicts.md)</code></li>"
+        in part
+    )
     assert "<td>e2e</td><td class=n>1090.00</td>" in part and "<td>inconclusive</td>" in part  # as judged
 
 

@@ -314,7 +314,7 @@ def test_every_scenario_that_did_not_pass_is_listed_after_a_merge(files, tmp_pat
     assert ("| wan_tiny_t2v | inconclusive | PERFORMANCE: inconclusive (1 fresh server(s), 3 requests): the run's "
             "noise supports neither a pass nor a fail at these limits |") in listed  # fmt: skip
     assert "next, if the output change is intended: `pytest --regen-ground-truth -k sd_tiny_t2i`" in listed
-    assert f"- record this machine: `diffperf accept {tmp_path / 'merged.json'} (or pytest --regen-baselines " \
+    assert f"- record this machine when it is quiet: `diffperf accept {tmp_path / 'merged.json'} (or pytest --regen-baselines " \
            "--diffperf-baselines=x.json -k wan_tiny_t2v)`" in listed  # fmt: skip
     out = capsys.readouterr().out
     below = out[out.index("not passed:") :]

@@ -8,14 +8,17 @@ from pytest_diffperf.results.nextsteps import RunContext, ground_truth_next, inc
 def test_an_inconclusive_static_verdict_names_each_way_out_with_this_runs_files():
     run = RunContext.of({"baselines": ["data/perf_baselines/cpu.json"]}, "out/results.json")
     assert inconclusive_next(["flux_tiny_t2i"], run) == [
-        ("record this machine", "diffperf accept out/results.json (or pytest --regen-baselines "
+        ("record this machine when it is quiet", "diffperf accept out/results.json (or pytest --regen-baselines "
                                 "--diffperf-baselines=data/perf_baselines/cpu.json -k flux_tiny_t2i)"),
         ("run A/B", "--diffperf-base=current (or python=BASE-VENV/bin/python: the base build)"),
         ("more requests or servers", "perf_repeat_requests in the case, --diffperf-remeasure=5"),
-        ("calibrate the noise", "--diffperf-noise=FILE (docs/verdicts.md)"),
+        ("calibrate the noise", "diffperf calibrate --ab AA.json --history DIR -o noise.json, then --diffperf-noise=noise.json (docs/verdicts.md)"),
     ]  # fmt: skip
     several = inconclusive_next(["a", "b"], RunContext.of({"baselines": ["b.json"]}))
-    assert several[0] == ("record this machine", "pytest --regen-baselines --diffperf-baselines=b.json")
+    assert several[0] == (
+        "record this machine when it is quiet",
+        "pytest --regen-baselines --diffperf-baselines=b.json",
+    )
     assert inconclusive_next([], run) == []
 
 

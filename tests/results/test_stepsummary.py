@@ -36,10 +36,10 @@ def test_step_summary(tmp_path):
         "frame 0 ssim 0.41 &lt; 0.95; next, if the output change is intended: `pytest --regen-ground-truth -k slow` |"
     ) in others
     assert others[others.index("**next**, for the inconclusive scenario(s) (noisy):") + 2 :][:4] == [
-        "- record this machine: `pytest --regen-baselines --diffperf-baselines=FILE -k noisy`",
+        "- record this machine when it is quiet: `pytest --regen-baselines --diffperf-baselines=FILE -k noisy`",
         "- run A/B: `--diffperf-base=current (or python=BASE-VENV/bin/python: the base build)`",
         "- more requests or servers: `perf_repeat_requests in the case, --diffperf-remeasure=5`",
-        "- calibrate the noise: `--diffperf-noise=FILE (docs/verdicts.md)`",
+        "- calibrate the noise: `diffperf calibrate --ab AA.json --history DIR -o noise.json, then --diffperf-noise=noise.json (docs/verdicts.md)`",
     ]
     assert (
         "| ❔ | noisy | inconclusive | 1090.00 | 1000.00 | +9.0% | e2e +9.0% (allowed +10.0%) [+4.0%, +15.0%] of 3 process(es) |"
