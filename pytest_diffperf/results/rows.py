@@ -45,6 +45,8 @@ class RequestRow(BaseModel):
     request: Count | None = None
     request_id: str | None = None
     client_ms: Figure | None = None
+    cpu_ms: Figure | None = None  # the server's processes' CPU time over the request, children included
+    wait_ms: Figure | None = None  # their threads' time waiting for a CPU over the request (Linux's schedstat)
     load_ms: Figure | None = None  # the load of the server that served it
     avg_step_ms: Figure | None = None
     median_step_ms: Figure | None = None
