@@ -18,7 +18,7 @@ import pytest
 
 from ..errors import DiffperfError, DiffperfFailure
 from ..perf.measurement import Measurement
-from ..results.interference import ab_interference, interference_record, machine_busy
+from ..results.interference import ab_interference, beyond_busy, fails_busy, interference_record, machine_busy
 from ..results.model import InterferenceEffect, MeasurementRecord, ScenarioResult, fails_run
 from ..results.noisy import judge_noisy, pooled
 from ..results.verdict import (
@@ -220,8 +220,9 @@ class ScenarioItem(pytest.Item):
         while ``verdicts.static.remeasure`` says so) where the case has 2+ requests, else by the limit engine alone.
 
         Attempts measured while the machine was busy (``BusyPolicy.busy``) are judged only when no quiet one
-        exists; a fail judged on busy attempts alone is measured again once the machine is quiet
-        (``--diffperf-quiet-wait``), else it is inconclusive (machine busy).
+        exists; a fail judged on busy attempts alone fails where it lies beyond what the busy machine explains
+        (``verdicts.busybound``), else is measured again once the machine is quiet (``--diffperf-quiet-wait``),
+        else it is inconclusive (machine busy).
         """
         assert self.case is not None
         assert self.baseline is not None
@@ -260,7 +261,10 @@ class ScenarioItem(pytest.Item):
             quiet = [a for a in attempts if not watch.policy.busy(a.window)]
             used = quiet or attempts
             result, again = judge(used)
-            busy_fail = result.verdict == "fail" and not quiet
+            over = beyond_busy(
+                result, [a.window for a in used], [(s.cpu_ms, s.wait_ms) for a in used for s in a.samples]
+            )
+            busy_fail = result.verdict == "fail" and not quiet and over is None
             if busy_fail:
                 if len(attempts) >= 2 * max_attempts or waited >= watch.policy.wait_s:
                     why = f"busy on {len(attempts)} fresh server(s), {waited:.0f} s waited for quiet"
@@ -279,6 +283,8 @@ class ScenarioItem(pytest.Item):
         if busy_fail:
             machine_busy(result, [a.window for a in attempts], watch.policy, why)
             effect = "inconclusive"
+        elif result.verdict == "fail" and not quiet and over is not None:
+            fails_busy(result, over, [a.window for a in used])
         return Judged(result, used, attempts, effect, waited)
 
     def _fresh_attempt(self, session: DiffperfSession) -> Attempt:
