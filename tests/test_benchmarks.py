@@ -32,6 +32,7 @@ SMOKES = {
     "bench_bundled_suite": ("req overhead ms", (SERVER,)),
     "bench_machine_local": ("trial 1: 2x: ", (SERVER,)),
     "bench_interference": ("flux_kontext_tiny_edit: ", (SERVER,)),
+    "bench_busy": ("| slowdown | burners | fail | inconclusive | pass |", (SERVER,)),
     "bench_ab_cost": ("| mode | wall s |", (SERVER,)),
     "bench_ci_cost": ("static: ", ()),
     "bench_real_server": ("scenario_overhead_ms", (SERVER,)),

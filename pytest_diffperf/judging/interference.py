@@ -1,10 +1,13 @@
 """Interference in the results: each measurement window's figures, a fail measured busy made inconclusive
-(static, and A/B one server at a time), and the run's one line (the terminal summary and the provenance)."""
+(static, and A/B one server at a time) unless it lies beyond what the busy machine explains
+(:mod:`pytest_diffperf.verdicts.busybound`), and the run's one line (the terminal summary and the provenance)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
+from ..perf.limits import MEMORY_KINDS
 from ..results.model import (
     DeviceHolderRecord,
     InterferenceEffect,
@@ -14,6 +17,7 @@ from ..results.model import (
     ScenarioResult,
 )
 from ..serving.interference import BusyPolicy, Interference
+from ..verdicts.busybound import beyond, explained, stretch_and_wait
 from .verdict import PERF_PREFIX
 
 NEXT = (
@@ -102,6 +106,65 @@ def machine_busy(
     )
 
 
+@dataclass(frozen=True)
+class Beyond:
+    """A check failed busy beyond the slowdown the busy machine explains (``bound``)."""
+
+    check: str
+    low: float
+    limit: float
+    bound: float
+
+
+def _failing(result: ScenarioResult) -> list[tuple[str, float | None, float | None, float, bool]]:
+    """The failing checks: name, lower end (the value where judged without noise or by point value), value, limit,
+    memory or not."""
+    kinds = {c.name: c.kind for c in result.checks}
+    noisy = {c.name: c for c in result.noise.checks} if result.noise is not None else {}
+    found: list[tuple[str, float | None, float | None, float, bool]] = [
+        (
+            c.name,
+            c.actual if c.judged_by == "point value" else c.low,
+            c.actual,
+            c.limit,
+            kinds.get(c.name) in MEMORY_KINDS,
+        )
+        for c in noisy.values()
+        if c.verdict == "fail"
+    ]
+    found += [
+        (c.name, c.actual, c.actual, c.limit, c.kind in MEMORY_KINDS)
+        for c in result.checks
+        if c.verdict == "fail" and c.name not in noisy
+    ]
+    return found
+
+
+def beyond_busy(
+    result: ScenarioResult, windows: Sequence[Interference], requests: Sequence[tuple[float | None, float | None]]
+) -> Beyond | None:
+    """The first failing check beyond the slowdown the busy ``windows`` explain, the requests having spent (CPU
+    ms, ms waiting for a CPU) of the server's (None: every fail lies within it)."""
+    factor, delay = stretch_and_wait(requests, [(w.load_avg[0], w.cpus) for w in windows])
+    for name, low, value, limit, memory in _failing(result):
+        bound = 1.0 if memory else explained(value, delay, factor)
+        if beyond(low, limit, bound):
+            assert low is not None
+            return Beyond(name, low, limit, bound)
+    return None
+
+
+def fails_busy(result: ScenarioResult, over: Beyond, windows: Sequence[Interference]) -> None:
+    """Say in a fail measured busy that it fails even allowing for the busy machine, and how busy it was."""
+    peak = max(windows, key=lambda w: w.share)
+    head, _, rest = result.message.partition("\n")
+    allowing = f"fails even allowing x{over.bound:.1f} for the busy machine"
+    result.message = (
+        f"{head}; {allowing}\n{rest}\n  measured on a busy machine ({figures(peak)}): {over.check} "
+        f"{over.low:g} is beyond its limit {over.limit:g} x{over.bound:.2f}, the most the load explains"
+    )
+
+
 def ab_interference(
     result: ScenarioResult, windows: Sequence[Interference], policy: BusyPolicy, together: bool
 ) -> None:
@@ -117,11 +180,30 @@ def ab_interference(
         result.ab is not None and result.ab.verdict == "regressed" and all(c.verdict != "fail" for c in result.checks)
     )
     effect: InterferenceEffect | None = None
-    if busy and not together and timing_fail:
+    over = _ab_beyond(result, windows) if busy and not together and timing_fail else None
+    if over is not None:
+        fails_busy(result, over, windows)
+    elif busy and not together and timing_fail:
         why = f"one server at a time, busy on {len(busy)} of {len(windows)} process pair(s)"
         machine_busy(result, windows, policy, why, NEXT_ONE_AT_A_TIME)
         effect = "inconclusive"
     result.interference = interference_record(windows, policy, effect)
+
+
+def _ab_beyond(result: ScenarioResult, windows: Sequence[Interference]) -> Beyond | None:
+    """The first regressed gated metric whose ratio's lower end lies beyond 1 + tolerance times the slowdown the
+    busy ``windows`` explain of the candidate's requests (the base can only have been slowed too)."""
+    assert result.ab is not None
+    requests = [(row.cpu_ms, row.wait_ms) for row in result.rows if row.side == "candidate"]
+    factor, delay = stretch_and_wait(requests, [(w.load_avg[0], w.cpus) for w in windows])
+    for m in result.ab.metrics:
+        if not m.gated or m.verdict != "regressed":
+            continue
+        bound = explained(m.candidate_ms, delay, factor)
+        if beyond(m.low, 1 + m.tolerance, bound):
+            assert m.low is not None
+            return Beyond(m.name, m.low, 1 + m.tolerance, bound)
+    return None
 
 
 def run_line(results: Iterable[ScenarioResult]) -> str | None:

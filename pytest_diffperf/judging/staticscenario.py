@@ -22,7 +22,7 @@ from ..serving.measure import Sample, measure
 from ..serving.pool import ServerPool
 from ..serving.process import ServerProcess
 from ..verdicts.static import StaticPolicy
-from .interference import machine_busy
+from .interference import beyond_busy, fails_busy, machine_busy
 from .noisy import judge_noisy
 from .verdict import case_rules, judge_requests, measurement_of
 
@@ -95,8 +95,9 @@ def judge_static(scenario: StaticScenario, servers: StaticServers, first: Attemp
     while ``verdicts.static.remeasure`` says so) where the case has 2+ requests, else by the limit engine alone.
 
     Attempts measured while the machine was busy (``BusyPolicy.busy``) are judged only when no quiet one
-    exists; a fail judged on busy attempts alone is measured again once the machine is quiet
-    (``--diffperf-quiet-wait``), else it is inconclusive (machine busy).
+    exists; a fail judged on busy attempts alone fails where it lies beyond what the busy machine explains
+    (``verdicts.busybound``), else is measured again once the machine is quiet (``--diffperf-quiet-wait``),
+    else it is inconclusive (machine busy).
     """
     case = scenario.case
     rules = case_rules(scenario.rules, case)
@@ -130,7 +131,8 @@ def _attempts(
         quiet = [a for a in attempts if not policy.busy(a.window)]
         used = quiet or attempts
         result, again = judge(used)
-        busy_fail = result.verdict == "fail" and not quiet
+        over = beyond_busy(result, [a.window for a in used], [(s.cpu_ms, s.wait_ms) for a in used for s in a.samples])
+        busy_fail = result.verdict == "fail" and not quiet and over is None
         if busy_fail:
             if len(attempts) >= 2 * max_attempts or watch.quiet_left_s <= 0:
                 why = f"busy on {len(attempts)} fresh server(s), {waited:.0f} s waited for quiet"
@@ -149,4 +151,6 @@ def _attempts(
     if busy_fail:
         machine_busy(result, [a.window for a in attempts], policy, why)
         effect = "inconclusive"
+    elif result.verdict == "fail" and not quiet and over is not None:
+        fails_busy(result, over, [a.window for a in used])
     return Judged(result, used, attempts, effect, waited)

@@ -80,6 +80,8 @@ def request_rows(
                 request_id=sample.output.request_id,
                 e2e_ms=measurement.e2e_ms[i],
                 client_ms=round(sample.client_ms, 2),
+                cpu_ms=sample.cpu_ms,
+                wait_ms=sample.wait_ms,
                 load_ms=load_ms,
                 avg_step_ms=statistics.fmean(steps) if steps else None,
                 median_step_ms=statistics.median(steps) if steps else None,

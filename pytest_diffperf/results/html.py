@@ -3,7 +3,7 @@
 The run's totals and provenance (an A/B run's two builds named at the top); the summary table, searched, filtered
 by outcome and sorted by any column (an inline script); the comparison with an earlier run; per
 scenario its checks, a stage bar chart against the limits, its per-step times against the
-baseline's steps, an A/B run's stages in ms (base beside candidate) and ratio intervals or the static intervals where the run has them, the
+baseline's steps, each request's wall time beside the server's CPU time and wait for a CPU, an A/B run's stages in ms (base beside candidate) and ratio intervals or the static intervals where the run has them, the
 consistency images (output, ground truth, difference heatmap, as the consistency check draws
 them), each server's log tail and, given a history, its trend with the change points found; the environment
 (versions, driver, device, runner) and the run's settings close it. Written by ``pytest
@@ -196,6 +196,7 @@ def _scenario(
             for c in r.checks
         ]
         parts.append("<details><summary>every check</summary>" + _table(rows, numeric=(1, 2, 3, 4, 5)) + "</details>")
+    parts += _requests(r)
     svgs = [charts.stage_chart(r), charts.steps_chart(r, steps)]
     if r.ab is not None:
         parts.append(f"<p><b>A/B</b>: {_e(r.ab.headline)}</p>")
@@ -239,6 +240,26 @@ def _controls(results: Sequence[ScenarioResult]) -> str:
         "<label><input type='checkbox' id='only-failures'> only those that did not pass</label>"
         "<span id='shown' class='muted'></span><span class='muted'>(click a column's head to sort)</span></div>"
     )
+
+
+def _requests(r: ScenarioResult) -> list[str]:
+    """Each measured request's wall time beside the server's CPU time and its threads' wait for a CPU."""
+    if not any(row.cpu_ms is not None for row in r.rows):
+        return []
+    rows = [["request", "side", "e2e ms", "client ms", "server CPU ms", "waited for a CPU ms"]]
+    rows += [
+        [
+            _text(row.request),
+            _text(row.side or ""),
+            num(row.e2e_ms),
+            num(row.client_ms),
+            num(row.cpu_ms),
+            num(row.wait_ms),
+        ]
+        for row in r.rows
+    ]
+    summary = "requests: wall time, the server's CPU time, its wait for a CPU"
+    return [f"<details><summary>{_e(summary)}</summary>" + _table(rows, numeric=(2, 3, 4, 5)) + "</details>"]
 
 
 def _logs(r: ScenarioResult) -> list[str]:

@@ -25,8 +25,10 @@ from .rows import RequestRow, ServerRecord
 #    scenario's ``measurement`` (frames, wall time, its share of the server's start).
 # 4: a consistency status says ``pass`` and ``fail``, as every other outcome does (before: passed, failed).
 # 5: each scenario's ``unreported``: the memory checks its baseline asks for that the server reported no figure for.
-RESULTS_VERSION = 5
-READABLE_VERSIONS = (2, 3, 4, 5)  # merged, compared and followed in a history; accepted from 3 on
+# 6: each request row's ``cpu_ms`` and ``wait_ms``: the server's processes' CPU time over the request, and their
+#    threads' time waiting for a CPU.
+RESULTS_VERSION = 6
+READABLE_VERSIONS = (2, 3, 4, 5, 6)  # merged, compared and followed in a history; accepted from 3 on
 ENTRY_VERSION = 3  # the first version whose files carry the figures of a baseline entry
 STATUS_VERSION = 4  # the first version whose consistency statuses say pass and fail
 CONSISTENCY_STATUSES: tuple[ConsistencyStatus, ...] = get_args(ConsistencyStatus)

@@ -58,6 +58,8 @@ class RequestRow(Record):
     request_id: str | None = None
     e2e_ms: Figure
     client_ms: Figure | None = None
+    cpu_ms: Figure | None = None  # the server's processes' CPU time over the request, children included
+    wait_ms: Figure | None = None  # their threads' time waiting for a CPU over the request (Linux's schedstat)
     load_ms: Figure | None = None  # the load of the server that served it
     avg_step_ms: Figure | None = None
     median_step_ms: Figure | None = None

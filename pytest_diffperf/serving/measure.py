@@ -14,6 +14,7 @@ from .. import protocol
 from ..cases import Case
 from . import perflog
 from .client import InputError, Output, RequestError, job_status
+from .cputime import server_cpu
 from .launchers import Launcher
 from .process import ServerError, ServerProcess
 
@@ -25,12 +26,16 @@ EXIT_SETTLE_S = 2.0
 
 @dataclass(frozen=True)
 class Sample:
-    """One measured request: what came back, the server's own record (None when missing), and the client-side time."""
+    """One measured request: what came back, the server's own record (None when missing), the client-side time,
+    and meanwhile the CPU time the server's processes spent and how long their threads waited for a CPU (None:
+    not read)."""
 
     index: int
     output: Output
     record: protocol.PerfRecord | None
     client_ms: float
+    cpu_ms: float | None = None
+    wait_ms: float | None = None
 
 
 def watched(server: ServerProcess, call: Callable[[], T], timeout: float, what: str, case_id: str = "") -> T:
@@ -109,10 +114,13 @@ def measure_request(
     on_missing_record: Callable[[int, RequestError], None] | None = None,
 ) -> Sample:
     """One measured request (``index``: 0-based, for messages and rows) and its perf record (see ``measure``)."""
+    before = server_cpu(server.pid, server.port)
     started = time.perf_counter()
     what = f"request {index + 1}"
     output = watched(server, lambda: launcher.request(server.base_url, case, timeout), timeout, what, case.id)
     client_ms = (time.perf_counter() - started) * 1000
+    after = server_cpu(server.pid, server.port)
+    cpu_ms, wait_ms = after.since(before) if after is not None and before is not None else (None, None)
     record = None
     if launcher.writes_perf_log:
         try:
@@ -121,7 +129,11 @@ def measure_request(
             if on_missing_record is None:
                 raise
             on_missing_record(index, exc)
-    return Sample(index, output, record, client_ms)
+    return Sample(index, output, record, client_ms, _ms(cpu_ms), _ms(wait_ms))
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
 def _record(server: ServerProcess, output: Output, what: str) -> protocol.PerfRecord:

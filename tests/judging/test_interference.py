@@ -6,13 +6,23 @@ import pytest
 
 from pytest_diffperf.judging.interference import (
     ab_interference,
+    beyond_busy,
+    fails_busy,
     interference_record,
     machine_busy,
     measured_busy,
     run_line,
 )
-from pytest_diffperf.results.model import ABRecord, CheckRecord, ScenarioResult
+from pytest_diffperf.results.model import (
+    ABMetricRecord,
+    ABRecord,
+    CheckRecord,
+    NoiseRecord,
+    NoisyCheckRecord,
+    ScenarioResult,
+)
 from pytest_diffperf.results.provenance import Provenance
+from pytest_diffperf.results.rows import RequestRow
 from pytest_diffperf.results.stepsummary import markdown
 from pytest_diffperf.serving.deviceusage import DeviceProcess
 from pytest_diffperf.serving.interference import BusyPolicy, DeviceHolder, Interference, OutsideProcess
@@ -151,3 +161,78 @@ def test_provenance_carries_the_runs_interference_into_the_step_summary():
     provenance = Provenance(timestamp="2026-12-02T15:00:00+00:00", interference=run_line([result]))
     assert ("interference", provenance.interference) in provenance.pairs()
     assert "other processes used up to 61% of 2 CPUs (flux_tiny_t2i)" in markdown([result], {}, provenance)
+
+
+def noisy_fail(low: float, actual: float, kind: str = "e2e") -> ScenarioResult:
+    """A static fail of one check judged with the run's noise: its interval's lower end ``low``, limit 110 ms."""
+    check = CheckRecord(name=kind, kind=kind, actual=actual, expected=100.0, limit=110.0, rel=0.1, pad=0.0,
+                        verdict="fail")  # fmt: skip
+    noisy = NoisyCheckRecord(name=kind, actual=actual, low=low, high=actual * 1.2, expected=100.0, limit=110.0,
+                             verdict="fail", processes=3, requests=9)  # fmt: skip
+    result = failed()
+    result.checks = [check]
+    result.noise = NoiseRecord(verdict="fail", attempts=3, requests=9, wall_s=9.0, checks=[noisy])
+    return result
+
+
+# per request: (server CPU ms, ms its threads waited for a CPU)
+CPU_BOUND = [(100.0, 200.0)] * 3  # 300 ms, 2/3 of it waiting: the machine explains x3
+ASLEEP = [(100.0, 100.0)] * 3  # 100 ms of CPU that waited 100 ms, the rest asleep
+
+
+def test_a_busy_fail_beyond_what_the_wait_explains_fails_and_says_by_how_much():
+    result = noisy_fail(low=800.0, actual=900.0)  # 900 ms, of which 100 ms waiting: x1.125 explained
+    over = beyond_busy(result, [BUSY], ASLEEP)
+    assert over is not None and over.check == "e2e" and over.bound == pytest.approx(900 / 800)
+    fails_busy(result, over, [QUIET, BUSY])
+    assert result.verdict == "fail"
+    lines = result.message.splitlines()
+    assert lines[0] == (
+        "PERFORMANCE: 1 check(s) failed (1 fresh server(s), 3 requests); fails even allowing x1.1 for the busy machine"
+    )
+    assert lines[-1] == (
+        "  measured on a busy machine (other processes used 61% of 2 CPUs, load average 4.40): e2e 800 is beyond "
+        "its limit 110 x1.12, the most the load explains"
+    )
+
+
+def test_a_busy_fail_the_wait_explains_is_left_to_the_machine_busy_rule():
+    # 300 ms, 200 of them waiting for a CPU: x3 explained, and 280 < 110 x 3
+    assert beyond_busy(noisy_fail(low=280.0, actual=300.0), [BUSY], CPU_BOUND) is None
+    assert beyond_busy(noisy_fail(low=800.0, actual=900.0), [BUSY], CPU_BOUND) is not None  # 900 / 700: x1.29
+    # without a measured wait the load average (4.4 on 2 CPUs: x2.2) estimates it from the CPU time
+    assert beyond_busy(noisy_fail(low=230.0, actual=250.0), [BUSY], [(200.0, None)]) is None
+    assert beyond_busy(noisy_fail(low=800.0, actual=900.0), [BUSY], [(None, None)]) is not None  # 800 > 110 x 2.2
+
+
+def test_a_memory_fail_is_never_the_busy_machine_s():
+    result = failed()
+    result.checks = [CheckRecord(name="peak_host_anon_mb", kind="host_anon", actual=600.0, expected=500.0,
+                                 limit=550.0, rel=0.1, pad=0.0, verdict="fail")]  # fmt: skip
+    over = beyond_busy(result, [BUSY], CPU_BOUND)
+    assert over is not None and over.bound == 1.0
+
+
+def regressed_ab(low: float, candidate_ms: float, requests: list[tuple[float, float]]) -> ScenarioResult:
+    result = ab_result("regressed")
+    assert result.ab is not None
+    result.ab.metrics = [ABMetricRecord(name="e2e", gated=True, tolerance=0.1, ratio=low * 1.1, low=low,
+                                        high=low * 1.2, verdict="regressed", base_ms=100.0, candidate_ms=candidate_ms,
+                                        process_pairs=2, request_pairs=4)]  # fmt: skip
+    result.rows = [
+        RequestRow(scenario="same", side=side, e2e_ms=1.0, cpu_ms=cpu, wait_ms=wait)
+        for cpu, wait in requests
+        for side in ("base", "candidate")
+    ]
+    return result
+
+
+def test_a_regressed_measured_busy_one_at_a_time_beyond_the_bound_stays_a_fail():
+    result = regressed_ab(low=3.5, candidate_ms=400.0, requests=ASLEEP)  # x4 over a base of 100 ms; x1.33 explained
+    ab_interference(result, [QUIET, BUSY], POLICY, together=False)
+    assert result.verdict == "fail"
+    assert "; fails even allowing x1.3 for the busy machine" in result.message.splitlines()[0]
+    assert result.interference is not None and result.interference.effect == "kept"
+    within = regressed_ab(low=2.5, candidate_ms=300.0, requests=CPU_BOUND)  # x3 explained: 2.5 < 1.1 x 3
+    ab_interference(within, [QUIET, BUSY], POLICY, together=False)
+    assert within.verdict == "inconclusive" and "machine busy" in within.message.splitlines()[0]

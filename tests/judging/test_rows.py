@@ -17,8 +17,8 @@ from pytest_diffperf.serving.measure import Sample
 
 CASE = Case.model_validate({"id": "tiny", "model": "tiny/flux-t2i", "task": "text-to-image", "prompt": "a cat"})
 STATIC_KEYS = [
-    "scenario", "request", "request_id", "e2e_ms", "client_ms", "load_ms", "avg_step_ms", "median_step_ms",
-    "stages_ms", "sampled_steps_ms", "steps_ms", "memory_mb",
+    "scenario", "request", "request_id", "e2e_ms", "client_ms", "cpu_ms", "wait_ms", "load_ms", "avg_step_ms",
+    "median_step_ms", "stages_ms", "sampled_steps_ms", "steps_ms", "memory_mb",
 ]  # fmt: skip
 
 

@@ -170,3 +170,19 @@ def test_the_provenance_names_the_installed_stack():
     prov = collect("reference", "cpu")
     assert prov.packages is not None and prov.packages.startswith("torch ") and "pytest " in prov.packages
     assert prov.driver is None or prov.driver.startswith("NVIDIA ")
+
+
+def test_each_request_s_wall_time_is_shown_beside_the_server_s_cpu_time_and_wait(tmp_path):
+    noisy = next(r for r in results(tmp_path / "x.png") if r.scenario == "noisy")
+    noisy.rows = [
+        RequestRow(scenario="noisy", request=0, e2e_ms=1090.0, client_ms=1101.5, cpu_ms=930.0, wait_ms=120.5),
+        RequestRow(scenario="noisy", request=1, e2e_ms=1080.0, client_ms=1090.0, cpu_ms=None, wait_ms=None),
+    ]
+    part = section(html.render([noisy], {"profile": "pr_test", "hardware": "cpu"}), "noisy")
+    assert "requests: wall time, the server&#x27;s CPU time, its wait for a CPU" in part
+    assert "<td>0</td><td></td><td class=n>1090.00</td><td class=n>1101.50</td><td class=n>930.00</td>" in part
+    assert "<td class=n>120.50</td>" in part
+    noisy.rows = [
+        row.model_copy(update={"cpu_ms": None}) for row in noisy.rows
+    ]  # a server whose processes could not be read
+    assert "server CPU ms" not in section(html.render([noisy], {"profile": "pr_test", "hardware": "cpu"}), "noisy")

@@ -181,7 +181,7 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
             "results-1.json: invalid JSON: Expecting property name enclosed in double quotes at line 1, column 2",
         ),
         (["[]"], "results-1.json: expected a JSON object at the top level, got a list"),
-        ([{"rows": []}], "results-1.json: version: not a diffperf results file of version 2 to 5 (found version None)"),
+        ([{"rows": []}], "results-1.json: version: not a diffperf results file of version 2 to 6 (found version None)"),
         ([HEADER | {"scenarios": {}}], "results-1.json: scenarios: expected a list of scenario results, got an object"),
         (
             [HEADER | {"scenarios": [{"case": "a", "verdict": "pass"}]}],
@@ -229,7 +229,7 @@ def test_expect_all_lists_scenarios_that_ran_in_no_shard(files, capsys, tmp_path
         ),
         (
             [doc(result("a"), version=1)],
-            "results-1.json: version: not a diffperf results file of version 2 to 5 (found version 1); write it "
+            "results-1.json: version: not a diffperf results file of version 2 to 6 (found version 1); write it "
             "with pytest --diffperf-json",
         ),
     ],

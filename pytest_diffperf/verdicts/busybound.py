@@ -1,0 +1,66 @@
+"""The slowdown a busy machine can explain: a fail beyond it is the code's, however busy the machine was.
+
+Other processes slow a measurement only by taking CPU time it wanted: while a server's thread is runnable and
+waits for a CPU (Linux counts that wait per thread, ``schedstat``). A request whose server threads waited
+``wait_ms`` in all took at least ``wall_ms - wait_ms`` alone (every wait on its critical path, as if the threads
+ran one after another: the most the wait can cost), so the busy machine explains at most
+``wall_ms / (wall_ms - wait_ms)`` of a figure of ``wall_ms``. Every CPU-bound millisecond was stretched by
+``1 + wait_ms / cpu_ms`` on average, what the request spent asleep, on I/O or on an injected delay not at all,
+so the whole figure never by more than that stretch: it caps the bound where the wait exceeds the wall (threads
+that waited side by side). Where the kernel exposes no wait, fair-share scheduling estimates it from the load
+average: ``load`` runnable threads on ``cpus`` CPUs give a runnable thread ``cpus / load`` of a CPU, a stretch
+of ``max(1, load / cpus)``, and a wait of ``cpu_ms`` times the stretch less 1. Memory peaks do not depend on
+the load: their bound is 1.
+
+A check failed busy whose lower interval end lies beyond its limit times that bound fails; within it, it is
+inconclusive (machine busy). The derivation and its measurement: docs/verdicts.md, "A busy machine".
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+
+
+def contention(load: float, cpus: int) -> float:
+    """How many times as long a CPU-bound thread takes with ``load`` runnable threads on ``cpus`` CPUs (at least 1)."""
+    return max(1.0, load / cpus) if cpus > 0 and math.isfinite(load) else 1.0
+
+
+def cpu_delay_ms(cpu_ms: Iterable[float | None], factor: float) -> float | None:
+    """The longest a request can have waited for a CPU: the median request's server CPU time times
+    ``factor - 1`` (None when no request's CPU time was read)."""
+    known = [c for c in cpu_ms if c is not None]
+    return statistics.median(known) * (factor - 1) if known else None
+
+
+def explained(wall_ms: float | None, delay_ms: float | None, factor: float) -> float:
+    """The slowdown the busy machine explains of a figure of ``wall_ms`` measured at ``factor`` contention,
+    the requests having waited at most ``delay_ms`` for a CPU (None: not known, ``factor`` alone)."""
+    if wall_ms is None or delay_ms is None or wall_ms <= delay_ms:
+        return factor
+    return min(factor, wall_ms / (wall_ms - delay_ms))
+
+
+def beyond(low: float | None, limit: float, bound: float) -> bool:
+    """Whether a check's lower interval end (or its value) lies beyond ``limit`` times the machine's ``bound``."""
+    return low is not None and low > limit * bound
+
+
+def peak_contention(loads: Sequence[tuple[float, int]]) -> float:
+    """The largest contention over measurement windows of (1-minute load average, CPUs)."""
+    return max((contention(load, cpus) for load, cpus in loads), default=1.0)
+
+
+def stretch_and_wait(
+    requests: Sequence[tuple[float | None, float | None]], loads: Sequence[tuple[float, int]]
+) -> tuple[float, float | None]:
+    """The stretch of CPU-bound time and the wait for a CPU to allow for, over requests of (server CPU ms, wait
+    ms): the median request's, as the checks judge the median request (else estimated from the ``loads``)."""
+    measured = [(cpu, wait) for cpu, wait in requests if cpu is not None and wait is not None]
+    if measured:
+        stretch = statistics.median(1 + wait / cpu if cpu > 0 else 1.0 for cpu, wait in measured)
+        return stretch, statistics.median(wait for _, wait in measured)
+    factor = peak_contention(loads)
+    return factor, cpu_delay_ms([cpu for cpu, _ in requests], factor)

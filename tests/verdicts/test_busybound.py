@@ -1,0 +1,70 @@
+"""The slowdown a busy machine explains (verdicts.busybound): the fair-share contention, capped by the CPU time."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_diffperf.verdicts.busybound import (
+    beyond,
+    contention,
+    cpu_delay_ms,
+    explained,
+    peak_contention,
+    stretch_and_wait,
+)
+
+
+@pytest.mark.parametrize(
+    ("load", "cpus", "factor"),
+    [(0.3, 2, 1.0), (2.0, 2, 1.0), (3.0, 2, 1.5), (6.0, 2, 3.0), (12.0, 8, 1.5), (float("nan"), 2, 1.0), (4.0, 0, 1.0)],
+)
+def test_contention_is_the_runnable_threads_per_cpu_and_never_below_one(load, cpus, factor):
+    assert contention(load, cpus) == factor
+
+
+def test_the_peak_contention_is_the_busiest_window_s():
+    assert peak_contention([(1.0, 2), (5.0, 2), (3.0, 2)]) == 2.5
+    assert peak_contention([]) == 1.0
+
+
+def test_the_delay_is_the_median_request_s_cpu_time_stretched_by_the_contention():
+    assert cpu_delay_ms([100.0, 300.0, 200.0, None], 2.5) == pytest.approx(300.0)
+    assert cpu_delay_ms([None, None], 2.5) is None
+    assert cpu_delay_ms([], 2.5) is None
+
+
+def test_a_cpu_bound_request_is_explained_up_to_the_whole_contention():
+    # 100 ms of CPU alone, at contention 3: 300 ms measured, 200 ms of it waiting; all of it the load's
+    assert explained(300.0, cpu_delay_ms([100.0], 3.0), 3.0) == 3.0
+
+
+def test_a_request_mostly_asleep_is_explained_only_for_its_cpu_time():
+    # 100 ms of CPU stretched to 300 ms plus an injected 700 ms sleep: 1000 ms, of which at most 200 ms waiting
+    assert explained(1000.0, cpu_delay_ms([100.0], 3.0), 3.0) == pytest.approx(1000 / 800)
+
+
+def test_without_the_cpu_time_or_with_more_delay_than_wall_the_contention_is_the_bound():
+    assert explained(1000.0, None, 2.0) == 2.0
+    assert explained(None, 50.0, 2.0) == 2.0
+    assert explained(100.0, 150.0, 2.0) == 2.0
+    assert explained(100.0, 0.0, 1.0) == 1.0  # a quiet machine explains nothing
+
+
+@pytest.mark.parametrize(
+    ("low", "limit", "bound", "fails"),
+    [(250.0, 110.0, 2.0, True), (220.0, 110.0, 2.0, False), (219.0, 110.0, 2.0, False), (None, 110.0, 1.0, False)],
+)
+def test_a_check_fails_only_when_its_lower_end_lies_beyond_the_limit_times_the_bound(low, limit, bound, fails):
+    assert beyond(low, limit, bound) is fails
+
+
+def test_the_measured_wait_and_stretch_are_the_median_request_s():
+    # stretches 3, 2 and 5, waits 200, 150 and 400 ms: the medians; the load average unused
+    assert stretch_and_wait([(100.0, 200.0), (150.0, 150.0), (100.0, 400.0)], [(40.0, 2)]) == (3.0, 200.0)
+    assert stretch_and_wait([(0.0, 5.0)], []) == (1.0, 5.0)  # no CPU time read: no stretch, the wait still counts
+
+
+def test_without_a_measured_wait_the_load_average_estimates_it():
+    # load 6 on 2 CPUs: stretch 3, a wait of twice the median request's CPU time
+    assert stretch_and_wait([(100.0, None), (120.0, None), (80.0, None)], [(6.0, 2), (4.0, 2)]) == (3.0, 200.0)
+    assert stretch_and_wait([(None, None)], [(6.0, 2)]) == (3.0, None)
