@@ -24,6 +24,7 @@ from tests.commands.test_interrupts import (
     needs_server,
     run_env,
     slow_checkout,
+    slow_install_repo,
     suite_repo,
 )
 from tests.support.gitrepo import commit, git, worktrees
@@ -97,13 +98,9 @@ def test_a_git_side_whose_checkout_is_killed_leaves_no_worktree(tmp_path):
 
 @needs_server
 def test_a_git_side_whose_install_is_killed_leaves_no_venv(tmp_path):
-    repo = suite_repo(tmp_path)
-    pkg = repo / "slowpkg"
-    pkg.mkdir()
-    (pkg / "setup.py").write_text("import time\nfrom setuptools import setup\ntime.sleep(120)\nsetup(name='slowpkg')\n")
-    commit(repo, "a package that builds slowly")
+    repo, spec = slow_install_repo(tmp_path)
     cache = tmp_path / "cache"
-    command = ["-m", "pytest", *PYTEST_ARGS, f"--diffperf-base=git=HEAD:slowpkg; install=--no-build-isolation --no-deps; cache={cache}"]  # fmt: skip
+    command = ["-m", "pytest", *PYTEST_ARGS, spec]
 
     def pip(p: psutil.Process) -> bool:  # pip, once it builds the package
         return "pip install" in cmdline(p) and bool(p.children())

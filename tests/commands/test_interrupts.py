@@ -57,6 +57,18 @@ def suite_repo(root: Path) -> Path:
     return repo
 
 
+def slow_install_repo(tmp_path: Path) -> tuple[Path, str]:
+    """``suite_repo`` with a package whose build sleeps 120 s, and the base option that installs it (its
+    ``cache=`` is ``tmp_path / "cache"``)."""
+    repo = suite_repo(tmp_path)
+    pkg = repo / "slowpkg"
+    pkg.mkdir()
+    (pkg / "setup.py").write_text("import time\nfrom setuptools import setup\ntime.sleep(120)\nsetup(name='slowpkg')\n")
+    commit(repo, "a package that builds slowly")
+    cache = tmp_path / "cache"
+    return repo, f"--diffperf-base=git=HEAD:slowpkg; install=--no-build-isolation --no-deps; cache={cache}"
+
+
 def run_env(repo: Path) -> dict[str, str]:
     """The run's environment: the repository's plugin first, a temp folder of its own (other runs share /tmp)."""
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
@@ -179,13 +191,8 @@ def test_a_git_side_interrupted_during_its_checkout_leaves_no_worktree(tmp_path,
 
 @needs_server
 def test_a_git_side_interrupted_during_its_install_leaves_no_venv(tmp_path):
-    repo = suite_repo(tmp_path)
-    pkg = repo / "slowpkg"
-    pkg.mkdir()
-    (pkg / "setup.py").write_text("import time\nfrom setuptools import setup\ntime.sleep(120)\nsetup(name='slowpkg')\n")
-    commit(repo, "a package that builds slowly")
+    repo, spec = slow_install_repo(tmp_path)
     cache = tmp_path / "cache"
-    spec = f"--diffperf-base=git=HEAD:slowpkg; install=--no-build-isolation --no-deps; cache={cache}"
     command = ["-m", "pytest", *PYTEST_ARGS, spec]
 
     def installing(run: list[psutil.Process]) -> bool:
