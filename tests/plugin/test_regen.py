@@ -129,7 +129,9 @@ def test_bundled_suite_one_scenario_changes_only_it_and_passes_after(pytester, m
 
 
 def regen(pytester, args: list[str], *extra: str):
-    return pytester.runpytest(*without_profile(args), "--regen-baselines", *extra)
+    """``--regen-baselines`` with ``--accept-busy``: the test suite shares its machine (the other xdist worker
+    alone can take half of it), and these tests are of the writer, not of the busy refusal (test_interference_e2e)."""
+    return pytester.runpytest(*without_profile(args), "--regen-baselines", "--accept-busy", *extra)
 
 
 def test_improve_and_tighten_policies_on_a_real_server(pytester, suite):
@@ -238,15 +240,15 @@ def test_sglang_h100_file_keeps_the_other_83_scenarios_and_unmeasured_fields(pyt
     assert {k: v for k, v in doc["metadata"].items() if k != "last_updated"} == {
         k: v
         for k, v in new_doc["metadata"].items()
-        if k not in ("regenerated_by", "last_updated", "measured_device", "measured_runner")
-    }  # SGLang's description kept (the measured machine added)
+        if k not in ("regenerated_by", "last_updated", "measured_device", "measured_runner", "measured_busy")
+    }  # SGLang's description kept (the measured machine added, and measured_busy where the machine was)
     assert [f for f in lint_baselines(path, "h100") if f.scenario == sid and f.severity == "error"] == []
 
 
 def test_dry_run_prints_summary_and_diff_and_writes_nothing(pytester, suite):
     args = suite([tiny_case("dry", perf_repeat_requests=2), tiny_case("fresh", seed=3)], {"dry": GENEROUS})
     listing = {p.name: p.read_bytes() for p in pytester.path.iterdir() if p.is_file()}
-    result = pytester.runpytest(*args, "--regen-dry-run")
+    result = pytester.runpytest(*args, "--regen-dry-run", "--accept-busy")  # --accept-busy: as regen() says
     result.assert_outcomes(passed=2)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
@@ -275,8 +277,8 @@ def test_env_alias_on_npu_creates_the_fragment_file(pytester, suite, monkeypatch
     suite([tiny_case("npu_new")], {"gpu_only": GENEROUS})
     pytester.makeini(
         "[pytest]\ndiffperf_baselines = baselines.json\ndiffperf_cases = cases.json\n"
-        "diffperf_server = reference\ndiffperf_hardware = ascend\nregen_force = true\n"
-    )  # CPU figures into the NPU file: forced
+        "diffperf_server = reference\ndiffperf_hardware = ascend\nregen_force = true\naccept_busy = true\n"
+    )  # CPU figures into the NPU file: forced; accept_busy: as regen() says
     before = (pytester.path / "baselines.json").read_text()
     monkeypatch.setenv("SGLANG_GEN_BASELINE", "1")
     result = pytester.runpytest("-p", "no:cacheprovider")
