@@ -39,7 +39,8 @@ def pids(scenario: dict) -> dict[int, set[int]]:
 
 
 def test_a_groups_scenarios_share_process_pairs_and_a_regression_is_named(pytester, suite):
-    """Both scenarios regress on the same two process pairs: 4 servers for the group instead of 4 per scenario.
+    """Both scenarios regress on the same process pairs (two, a third where the noise asks): 2 servers per pair for
+    the group instead of per scenario.
     On the CPU the second pair starts with the first (prestart auto) and is ready before any request is measured."""
     result = pytester.runpytest(*ab(suite), SLOWER)
     result.assert_outcomes(failed=2)
@@ -49,10 +50,14 @@ def test_a_groups_scenarios_share_process_pairs_and_a_regression_is_named(pytest
     for sid, other in (("one", "two"), ("two", "one")):
         record = scenarios[sid]["ab"]
         assert record["verdict"] == "regressed" and record["attribution"]["named"][0] == "DenoisingStage"
-        assert record["shared_with"] == [other] and record["process_pairs"] == 2
-    assert pids(scenarios["one"]) == pids(scenarios["two"])  # the same servers measured both
-    assert sum(len(p) for p in pids(scenarios["one"]).values()) == 4
-    assert len(re.findall(r"^diffperf: starting \w+ server of process pair", out, re.M)) == 4, out
+        assert record["shared_with"] == [other] and record["process_pairs"] >= 2
+    # the same servers measured both (a noisy pair can take one scenario to a third pair: still the group's)
+    one, two = pids(scenarios["one"]), pids(scenarios["two"])
+    shared = one.keys() & two.keys()
+    assert len(shared) >= 2 and all(one[n] == two[n] for n in shared)
+    pairs = max(len(one), len(two))
+    assert all(len(servers) == 2 for servers in (*one.values(), *two.values()))
+    assert len(re.findall(r"^diffperf: starting \w+ server of process pair", out, re.M)) == 2 * pairs, out
     seen = events(out)
     assert "measuring process pair 1: one, two" in seen and "measuring process pair 2: one, two" in seen
     first = seen.index("measuring process pair 1: one, two")
