@@ -111,8 +111,8 @@ def test_with_devices_for_two_pairs_the_next_pair_loads_while_one_measures(pytes
 
 def test_pairs_started_together_are_as_many_as_the_verdict_is_projected_to_need(pytester, suite):
     """Identical builds, one request pair per process pair: undecided after the minimum of 2 pairs, projected to need
-    all 5, so pairs 3, 4 and 5 start together (prestart auto on the CPU: up to 4 at once) and are all ready before
-    pair 3 measures; a regression stops after 2 pairs and starts no more (the first test)."""
+    more, so pairs 3 and 4 (and 5 where projected) start together (prestart auto on the CPU: up to 4 at once) and
+    are ready before pair 3 measures; a regression stops after 2 pairs and starts no more (the first test)."""
     args = ab(suite, "-k", "one", "--diffperf-ab-request-pairs=1", "--diffperf-ab-max-process-pairs=5")
     result = pytester.runpytest(*args, "--diffperf-busy-share=25%")
     out = result.stdout.str()
@@ -122,7 +122,8 @@ def test_pairs_started_together_are_as_many_as_the_verdict_is_projected_to_need(
     seen = events(out)
     third = seen.index("measuring process pair 3: one")
     assert seen.index("measuring process pair 2: one") < seen.index("starting base server of process pair 3")
-    assert {f"{side} server of process pair {i} ready" for side in ("base", "candidate") for i in (3, 4, 5)} <= set(
+    # started together, ahead of pair 3: pairs 3 and 4 at least (5 too when the projection already asks for all)
+    assert {f"{side} server of process pair {i} ready" for side in ("base", "candidate") for i in (3, 4)} <= set(
         seen[:third]
     )
     assert len(re.findall(r"^diffperf: starting \w+ server of process pair", out, re.M)) == 10
