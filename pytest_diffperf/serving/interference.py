@@ -110,7 +110,8 @@ class _Snapshot:
     at: float
     busy_s: float
     cpu: dict[_Key, tuple[str, float]]  # every process: name, CPU seconds (own and reaped children's)
-    ours: frozenset[_Key]
+    parent: dict[int, int]
+    key_of: dict[int, _Key]
     holders: tuple[DeviceHolder, ...]
 
 
@@ -211,9 +212,14 @@ class Meter:
     def _snapshot(self) -> _Snapshot:
         busy = busy_seconds()
         cpu, parent, key_of = _processes()
-        ours_pids = run_processes(self.root, self.servers, parent, key_of)
-        ours = frozenset(key_of[p] for p in ours_pids if p in key_of)
-        return _Snapshot(time.monotonic(), busy, cpu, ours, self._holders(ours_pids))
+        ours = run_processes(self.root, self.servers, parent, key_of)
+        return _Snapshot(time.monotonic(), busy, cpu, parent, key_of, self._holders(ours))
+
+    def _ours(self, snapshot: _Snapshot) -> set[_Key]:
+        """The run's processes in ``snapshot`` by the servers known now (one that became ready within the window
+        was the run's from its start, its starter's children too)."""
+        pids = run_processes(self.root, self.servers, snapshot.parent, snapshot.key_of)
+        return {snapshot.key_of[p] for p in pids if p in snapshot.key_of}
 
     def _holders(self, ours: set[int]) -> tuple[DeviceHolder, ...]:
         if self.probe is None or not self.devices:
@@ -229,14 +235,15 @@ class Meter:
         start = self._start
         assert start is not None
         end = self._snapshot()
-        ours_s = sum(_seconds(end.cpu, k) - _seconds(start.cpu, k) for k in start.ours | end.ours)
+        ours = self._ours(start) | self._ours(end)
+        ours_s = sum(_seconds(end.cpu, k) - _seconds(start.cpu, k) for k in ours)
         wall = end.at - start.at
         cpus = psutil.cpu_count() or 1
         outside_s = min(max(0.0, end.busy_s - start.busy_s - max(0.0, ours_s)), wall * cpus)  # clock ticks: rounding
         deltas = [
             OutsideProcess(key[0], name, seconds - start.cpu.get(key, (name, 0.0))[1])
             for key, (name, seconds) in end.cpu.items()
-            if key not in end.ours and key not in start.ours
+            if key not in ours
         ]
         top = sorted((p for p in deltas if p.cpu_s >= NAMED_SHARE * wall), key=lambda p: -p.cpu_s)[:TOP_PROCESSES]
         load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)

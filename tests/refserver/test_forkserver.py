@@ -129,7 +129,8 @@ def test_a_fork_server_that_cannot_be_reached_leaves_serve_to_itself(tmp_path, m
 @pytest.mark.server
 def test_a_runs_meter_counts_the_servers_it_forked_as_its_own_and_a_burner_outside(forked, tmp_path):
     """The general rule, not the fork server's variable: a server the run asked for is the run's, whoever forked it
-    (its port's listener and that one's starter), also when it ends within the window; a burner stays outside."""
+    (its port's listener and that one's starter), also when it ends within the window, or becomes ready within it;
+    a burner stays outside."""
     server = forked("tiny/flux-t2i")
     child = psutil.Process(serving_pid(server))
     run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # a run's root: not above them
@@ -139,28 +140,32 @@ def test_a_runs_meter_counts_the_servers_it_forked_as_its_own_and_a_burner_outsi
     def cpu(proc: psutil.Process) -> float:
         return sum(proc.cpu_times()[:2])
 
-    def window(adopted: RunServers | None, stop: bool = False) -> tuple[Interference, float, float]:
-        """What the meter saw over three requests (and the server's stop), the server's CPU-s, the burner's."""
+    def window(adopted: RunServers | None, stop: bool = False) -> tuple[Interference, float, float, float]:
+        """What the meter saw over three requests (and the server's stop), the server's CPU-s in it and before it,
+        the burner's; ``adopted`` empty: the server adopted within the window."""
         before, burned = cpu(child), cpu(burner)
         meter = Meter(run.pid, servers=adopted)
+        if adopted is not None and not adopted.roots:
+            adopted.adopt(run.pid, server.proc.pid, server.port)
         for _ in range(3):
             server.image(**SMALL_IMAGE)
         served = cpu(child) - before
         if stop:
             server.stop()  # reaped by the fork server: its CPU time ends there
-        return meter.stop(), served, cpu(burner) - burned
+        return meter.stop(), served, before, cpu(burner) - burned
 
     try:
         with outside_burners(1, tmp_path) as (pid,):
             burner = psutil.Process(pid)
-            seen, served, burned = window(servers)
+            seen, served, _, burned = window(servers)
             assert served > 0.1 and burned > 0.1 and seen.ours_cpu_s >= 0.8 * served
             assert seen.ours_cpu_s < served + 0.5 * burned  # the burner is not the run's
             assert seen.outside_cpu_s >= 0.9 * burned - 0.05
-            seen, served, _ = window(None)  # the run's tree alone: the forked server is another's
+            seen, served, _, _ = window(None)  # the run's tree alone: the forked server is another's
             assert served > 0.1 and seen.ours_cpu_s < 0.5 * served
-            seen, served, _ = window(servers, stop=True)
+            seen, served, earlier, _ = window(RunServers(), stop=True)  # adopted within, stopped within
             assert served > 0.1 and seen.ours_cpu_s >= 0.8 * served
+            assert seen.ours_cpu_s < served + 0.5 * earlier  # not its CPU time before the window
     finally:
         run.kill()
         run.wait()
