@@ -19,8 +19,8 @@ PERF_LOG_FILE = "performance.log"
 PERF_RECORD_TAG = "pipeline_stage_metrics"
 PERF_DUMP_TAG = "server_perf_dump"  # the file a request's ``perf_dump_path`` names
 COMMIT_ENV = "SGLANG_GIT_COMMIT"  # the perf record's commit_hash
-# Not SGLang's: ``PID:SOCKET`` of the reference server's fork server (``refserver.forkserver``, which the test suite
-# starts). ``serve`` then runs as its child, and a run's interference meter counts that process tree as the run's.
+# Not SGLang's: ``PID:SOCKET`` of the reference server's fork server (``refserver.forkserver``, docs/refserver.md).
+# ``serve`` then runs as its child.
 FORKSERVER_ENV = "DIFFPERF_REFSERVER_FORKSERVER"
 
 

@@ -138,10 +138,10 @@ def judge_limits(
 ) -> ScenarioResult:
     """Every check of the scenario by ``rules`` (``limits.plan_checks``), and its verdict: fail when a check failed
     or is missing."""
-    results = limits.evaluate(baseline, measurement, rules)
+    evaluation = limits.assess(baseline, measurement, rules)
+    results = evaluation.results
     checks = [check_record(r) for r in results]
     verdicts = {r.verdict for r in results}
-    unreported = limits.unreported(baseline, measurement, rules)
     if verdicts & {"fail", "missing"}:
         failing = sum(r.verdict in ("fail", "missing") for r in results)
         table = format_failures(results, limits.samples(measurement), rules.preset.statistic)
@@ -152,4 +152,6 @@ def judge_limits(
         verdict = "unguarded"
     else:
         message, verdict = "", "pass"
-    return ScenarioResult(scenario=scenario_id, verdict=verdict, checks=checks, message=message, unreported=unreported)
+    return ScenarioResult(
+        scenario=scenario_id, verdict=verdict, checks=checks, message=message, unreported=evaluation.unreported
+    )

@@ -291,8 +291,19 @@ def samples(measurement: Measurement) -> dict[str, list[float]]:
     return samples
 
 
-def evaluate(scenario: ScenarioBaseline, measurement: Measurement, rules: JudgeRules) -> list[CheckResult]:
-    """Every check of the scenario by ``rules`` (see ``plan_checks``) against the measurement, with its verdict."""
+@dataclass(frozen=True)
+class Evaluation:
+    """Every check's verdict, and the memory checks the measurement could not make (``unreported``): the server
+    reported no such figure (SGLang's ``CpuPlatform`` writes ``memory_snapshots: {}``). Named, never skipped
+    silently."""
+
+    results: list[CheckResult]
+    unreported: list[str]
+
+
+def assess(scenario: ScenarioBaseline, measurement: Measurement, rules: JudgeRules) -> Evaluation:
+    """Every check of the scenario by ``rules`` (see ``plan_checks``) against the measurement, with its verdict, and
+    the memory checks planned as if all were measured that the measurement's figures leave out."""
     values = measured_values(measurement, rules.preset)
     checks = plan_checks(
         scenario,
@@ -303,20 +314,15 @@ def evaluate(scenario: ScenarioBaseline, measurement: Measurement, rules: JudgeR
         denoising_stages=measurement.denoising_stages,
         memory={k: v for k, v in values.items() if k in measurement.memory},
     )
-    return [judge_check(check, values.get(check.name)) for check in checks]
+    all_memory = plan_checks(scenario, rules, is_video=measurement.is_video, num_frames=None, memory=None)
+    made = {c.key for c in checks if c.kind in MEMORY_KINDS}
+    unreported = sorted({c.key for c in all_memory if c.kind in MEMORY_KINDS} - made)
+    return Evaluation([judge_check(check, values.get(check.name)) for check in checks], unreported)
 
 
-def unreported(scenario: ScenarioBaseline, measurement: Measurement, rules: JudgeRules) -> list[str]:
-    """The memory checks ``rules`` would make of the baseline's figures that the measurement cannot make: the
-    server reported no such figure (SGLang's ``CpuPlatform`` writes ``memory_snapshots: {}``). Named, never
-    skipped silently."""
-
-    def memory_keys(memory: Mapping[str, float] | None) -> set[str]:
-        checks = plan_checks(scenario, rules, is_video=measurement.is_video, num_frames=None, memory=memory)
-        return {c.key for c in checks if c.kind in MEMORY_KINDS}
-
-    measured = {k: v for k, v in measured_values(measurement, rules.preset).items() if k in measurement.memory}
-    return sorted(memory_keys(None) - memory_keys(measured))
+def evaluate(scenario: ScenarioBaseline, measurement: Measurement, rules: JudgeRules) -> list[CheckResult]:
+    """Every check of the scenario by ``rules`` (see ``plan_checks``) against the measurement, with its verdict."""
+    return assess(scenario, measurement, rules).results
 
 
 def judge_check(check: Check, actual: float | None) -> CheckResult:

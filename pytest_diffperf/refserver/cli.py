@@ -130,9 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     forks = sub.add_parser(
         "forkserver",
-        help="import the server's libraries once and fork each serve (the test suite's)",
+        help="import the server's libraries once and fork each serve (servers start in 0.5 s, not 5)",
         description="Listen on SOCKET, import torch, transformers and diffusers once, and fork a child for each "
-        f"`serve` started with {FORKSERVER_ENV}=PID:SOCKET in its environment (see refserver/forkserver.py).",
+        f"`serve` started with {FORKSERVER_ENV}=PID:SOCKET in its environment (docs/refserver.md).",
     )
     forks.add_argument("--socket", required=True, metavar="SOCKET", help="the Unix socket to listen on")
 

@@ -12,7 +12,8 @@ children die. A ``serve`` that differs from the fork server in what imports read
 it lies) is refused and runs in its own process, as it does when no fork server is named or it
 cannot be reached.
 
-The test suite starts one per worker; the plugin never does.
+Started by a user's job before pytest (docs/refserver.md) or by the test suite, one per worker; never by the
+plugin.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 request did more work, and how much of its time the machine's other users took.
 
 A server's processes are its tree (the watchdog, the server, their children) and, where the server was forked
-by another process (the reference server's fork server), the tree of the process that listens on its port.
+by another process (the reference server's fork server), the tree of the process that listens on its port
+(:func:`server_roots`, which the interference meter's rule shares).
 CPU time is a process's own and its reaped children's (psutil), so a worker that ended within a request still
 counts. The wait is each thread's run-queue delay (Linux's ``/proc/PID/task/TID/schedstat``, second field:
 time runnable but not running); where the kernel does not expose it, it is None.
@@ -37,8 +38,9 @@ class CpuReading:
 
 
 @functools.lru_cache(maxsize=64)
-def _roots(pid: int, port: int) -> tuple[psutil.Process, ...]:
-    """The server's root processes: ``pid`` and the one listening on ``port`` (once per server: a full scan)."""
+def server_roots(pid: int, port: int) -> tuple[psutil.Process, ...]:
+    """The server's root processes: ``pid`` and the one listening on ``port`` (once per server, looked up while it
+    serves: a full scan)."""
     roots: list[psutil.Process] = []
     with contextlib.suppress(psutil.Error):
         roots.append(psutil.Process(pid))
@@ -73,7 +75,7 @@ def server_cpu(pid: int | None, port: int) -> CpuReading | None:
     if pid is None:
         return None
     seen: dict[int, psutil.Process] = {}
-    for root in _roots(pid, port):
+    for root in server_roots(pid, port):
         with contextlib.suppress(psutil.Error):
             for proc in (root, *root.children(recursive=True)):
                 seen[proc.pid] = proc

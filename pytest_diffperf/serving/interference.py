@@ -1,12 +1,13 @@
 """Interference: the CPU time and the device memory that processes outside the run take while it measures.
 
-*Ours* is the run's process tree: its root (the xdist controller, else this pytest) and every
-descendant (xdist workers, the watchdogs, this run's servers and their children), and the tree of
-the reference server's fork server when the environment names one (the test suite's: the run's
-servers are its children). Everything else is outside: other runs' servers, other jobs, the
+*Ours* is the run's processes: its tree, whose root is the xdist controller, else this pytest, and every
+descendant (xdist workers, the watchdogs, this run's servers and their children); and, for each server the run
+started, the tree of the process listening on its port and of the process that started that one, unless it is
+above the run (:class:`RunServers`): a server the run asked for is the run's, whoever forked it, and a fork
+server collects its CPU time when it ends. Everything else is outside: other runs' servers, other jobs, the
 kernel's own work. A :class:`Meter` takes two
 snapshots. Outside CPU time is the machine's busy time over the window (``psutil.cpu_times``:
-everything but idle, iowait and steal) less the tree's CPU time; a process's time is its own and
+everything but idle, iowait and steal) less the run's processes' CPU time; a process's time is its own and
 its reaped children's, so a server stopped within the window is still counted as ours. The
 outside processes that took the most are named. On an accelerator, the other processes holding
 the assigned devices are read through a :mod:`.deviceusage` probe, with their memory.
@@ -17,6 +18,7 @@ the assigned devices are read through a :mod:`.deviceusage` probe, with their me
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -25,9 +27,9 @@ from typing import Literal, get_args
 
 import psutil
 
-from .. import protocol
+from .cputime import server_roots
 from .deviceusage import DeviceProbe, DeviceProcess
-from .process import ServerError
+from .process import ServerError, ServerProcess
 
 DeviceMode = Literal["report", "wait", "fail"]  # --diffperf-busy-device
 DEVICE_MODES: tuple[DeviceMode, ...] = get_args(DeviceMode)
@@ -108,7 +110,8 @@ class _Snapshot:
     at: float
     busy_s: float
     cpu: dict[_Key, tuple[str, float]]  # every process: name, CPU seconds (own and reaped children's)
-    ours: frozenset[_Key]
+    parent: dict[int, int]
+    key_of: dict[int, _Key]
     holders: tuple[DeviceHolder, ...]
 
 
@@ -157,12 +160,50 @@ def run_root(watch: Sequence[int] = ()) -> int:
 
 
 @dataclass
+class RunServers:
+    """Where the run's servers started in this process live besides the run's tree: the process listening on each
+    one's port and the process that started that one (a fork server), unless it is above the run (init, a shell).
+    Looked up once per server, when it is ready (:meth:`Watch.adopt`)."""
+
+    roots: set[_Key] = field(default_factory=set)
+
+    def adopt(self, run: int, pid: int | None, port: int) -> None:
+        """Add the server ``pid`` (its watchdog) serving ``port`` of the run whose root is ``run``."""
+        if pid is None:
+            return
+        above: set[int] = set()
+        with contextlib.suppress(psutil.Error):
+            above = {p.pid for p in psutil.Process(run).parents()}
+        for listener in server_roots(pid, port)[1:]:
+            with contextlib.suppress(psutil.Error):
+                self.roots.add(_key(listener))
+                starter = listener.parent()
+                if starter is not None and starter.pid not in above:
+                    self.roots.add(_key(starter))
+
+
+def run_processes(root: int, servers: RunServers | None, parent: dict[int, int], key_of: dict[int, _Key]) -> set[int]:
+    """The run's processes now: ``root``'s tree and its servers' (``servers``), from a pid -> parent pid map and each
+    pid's key (a reused pid is not the run's)."""
+    ours = tree(root, parent)
+    for pid, created in servers.roots if servers is not None else ():
+        if key_of.get(pid) == (pid, created):
+            ours |= tree(pid, parent)
+    return ours
+
+
+def _key(proc: psutil.Process) -> _Key:
+    return (proc.pid, proc.create_time())
+
+
+@dataclass
 class Meter:
     """Started at construction; :meth:`stop` gives what outside processes took since."""
 
     root: int
     probe: DeviceProbe | None = None
     devices: Sequence[str] = ()
+    servers: RunServers | None = None  # None: the run's tree alone
     _start: _Snapshot | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -171,12 +212,14 @@ class Meter:
     def _snapshot(self) -> _Snapshot:
         busy = busy_seconds()
         cpu, parent, key_of = _processes()
-        ours_pids = tree(self.root, parent)
-        forks = protocol.forkserver_in(os.environ)
-        if forks is not None and forks[0] in parent:  # the run's reference servers are its children
-            ours_pids |= tree(forks[0], parent)
-        ours = frozenset(key_of[p] for p in ours_pids if p in key_of)
-        return _Snapshot(time.monotonic(), busy, cpu, ours, self._holders(ours_pids))
+        ours = run_processes(self.root, self.servers, parent, key_of)
+        return _Snapshot(time.monotonic(), busy, cpu, parent, key_of, self._holders(ours))
+
+    def _ours(self, snapshot: _Snapshot) -> set[_Key]:
+        """The run's processes in ``snapshot`` by the servers known now (one that became ready within the window
+        was the run's from its start, its starter's children too)."""
+        pids = run_processes(self.root, self.servers, snapshot.parent, snapshot.key_of)
+        return {snapshot.key_of[p] for p in pids if p in snapshot.key_of}
 
     def _holders(self, ours: set[int]) -> tuple[DeviceHolder, ...]:
         if self.probe is None or not self.devices:
@@ -192,14 +235,15 @@ class Meter:
         start = self._start
         assert start is not None
         end = self._snapshot()
-        ours_s = _total(end.cpu, end.ours) - _total(start.cpu, start.ours)
+        ours = self._ours(start) | self._ours(end)
+        ours_s = sum(_seconds(end.cpu, k) - _seconds(start.cpu, k) for k in ours)
         wall = end.at - start.at
         cpus = psutil.cpu_count() or 1
         outside_s = min(max(0.0, end.busy_s - start.busy_s - max(0.0, ours_s)), wall * cpus)  # clock ticks: rounding
         deltas = [
             OutsideProcess(key[0], name, seconds - start.cpu.get(key, (name, 0.0))[1])
             for key, (name, seconds) in end.cpu.items()
-            if key not in end.ours and key not in start.ours
+            if key not in ours
         ]
         top = sorted((p for p in deltas if p.cpu_s >= NAMED_SHARE * wall), key=lambda p: -p.cpu_s)[:TOP_PROCESSES]
         load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
@@ -224,8 +268,9 @@ def named(proc: DeviceProcess) -> DeviceProcess:
         return proc
 
 
-def _total(cpu: dict[_Key, tuple[str, float]], keys: Iterable[_Key]) -> float:
-    return sum(cpu[k][1] for k in keys if k in cpu)
+def _seconds(cpu: dict[_Key, tuple[str, float]], key: _Key) -> float:
+    """A process's CPU seconds in a snapshot (0: not there yet, or ended and counted by the one that reaped it)."""
+    return cpu[key][1] if key in cpu else 0.0
 
 
 def _largest(holders: Iterable[DeviceHolder]) -> tuple[DeviceHolder, ...]:
@@ -307,10 +352,11 @@ class DeviceGuard:
     policy: BusyPolicy
     progress: Callable[[str], None] = lambda _line: None
     poll_s: float = QUIET_SAMPLE_S
+    servers: RunServers | None = None  # None: the run's tree alone
 
     def holders(self, devices: Sequence[str]) -> list[DeviceHolder]:
-        _, parent, _ = _processes()
-        ours = tree(self.root, parent)
+        _, parent, key_of = _processes()
+        ours = run_processes(self.root, self.servers, parent, key_of)
         return [
             DeviceHolder(s.device, named(p), s.memory_total_mib)
             for s in self.probe.states(devices)
@@ -344,13 +390,15 @@ class DeviceGuard:
 @dataclass(frozen=True)
 class Watch:
     """The run's interference setup: its tree's root, the busy policy, the device probe (None: no accelerator
-    tool, or a CPU-only launcher) and the devices a server of ``num_gpus`` gets (``ServerPool.device_env``)."""
+    tool, or a CPU-only launcher), the devices a server of ``num_gpus`` gets (``ServerPool.device_env``) and where
+    the servers this process started live (``servers``: shared by its copies, as ``budget`` is)."""
 
     root: int
     policy: BusyPolicy
     probe: DeviceProbe | None = None
     device_env: Callable[[int], dict[str, str]] = lambda _num_gpus: {}
     budget: QuietBudget = field(default_factory=QuietBudget)  # what the run has waited for quiet so far
+    servers: RunServers = field(default_factory=RunServers)
 
     def devices(self, num_gpus: int) -> tuple[str, ...]:
         """The devices a server gets: its visible-devices variable, else (devices not managed) the first ``num_gpus``."""
@@ -358,13 +406,17 @@ class Watch:
         return tuple(listed.split(",")) if listed else tuple(str(i) for i in range(num_gpus))
 
     def meter(self, num_gpus: int = 1) -> Meter:
-        return Meter(self.root, self.probe, self.devices(num_gpus) if self.probe is not None else ())
+        return Meter(self.root, self.probe, self.devices(num_gpus) if self.probe is not None else (), self.servers)
+
+    def adopt(self, server: ServerProcess) -> None:
+        """What a pool runs once a server is ready: its processes are the run's, whoever started them."""
+        self.servers.adopt(self.root, server.pid, server.port)
 
     def before_start(self, progress: Callable[[str], None]) -> Callable[[int], None]:
         """What a pool runs before it starts a server of ``num_gpus`` (:meth:`DeviceGuard.check`)."""
         if self.probe is None:
             return lambda _num_gpus: None
-        guard = DeviceGuard(self.probe, self.root, self.policy, progress)
+        guard = DeviceGuard(self.probe, self.root, self.policy, progress, servers=self.servers)
         return lambda num_gpus: guard.check(self.devices(num_gpus))
 
     @property

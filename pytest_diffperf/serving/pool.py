@@ -85,6 +85,7 @@ class ServerPool:
     progress_every: float = PROGRESS_EVERY_S  # seconds between progress lines while a server loads or a request runs
     label: str | None = None  # how progress lines name the next server (None: "server N"; A/B: its side and pair)
     before_start: Callable[[int], None] = lambda _num_gpus: None  # num_gpus -> raises ServerError: devices held
+    on_ready: Callable[[ServerProcess], None] = lambda _server: None  # the run's interference meter adopts it
     launches: list[ServerStart] = field(default_factory=list)
     _current: tuple[ServerSpec, ServerProcess] | None = None
     _failed: dict[ServerSpec, ServerError] = field(default_factory=dict)
@@ -183,6 +184,7 @@ class ServerPool:
         except ServerError as exc:
             raise self._failed_start(pending, exc) from None
         launch.ready, launch.load_ms = True, server.load_ms
+        self.on_ready(server)
         load = f" (load {server.load_ms / 1000:.1f} s)" if server.load_ms is not None else ""
         self.progress(f"diffperf: {server.label} ready after {time.monotonic() - pending.started:.1f} s{load}")
         return server

@@ -131,6 +131,7 @@ class DiffperfSession:
                 watch=controller(config),
                 progress_every=settings.diffperf_progress_every,
                 before_start=interference.before_start(progress),
+                on_ready=interference.adopt,
             ),
             workdir=workdir,
             devices=devices,

@@ -192,6 +192,7 @@ def ab_run(
             launcher=sides[side].launcher,
             progress_every=settings.diffperf_progress_every,
             before_start=replace(watch, device_env=slot_env).before_start(progress),
+            on_ready=watch.adopt,
         )
 
     cpu = launcher.name in CPU_LAUNCHERS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_diffperf import platforms
-from pytest_diffperf.perf.limits import JudgeRules, evaluate, plan_checks
+from pytest_diffperf.perf.limits import JudgeRules, assess, evaluate, plan_checks
 
 from .test_limits import SGLANG, at_baseline, fixture_set, tol  # noqa: F401 (fixtures)
 
@@ -55,3 +55,21 @@ def test_no_memory_checks_are_planned_or_judged_where_the_platform_reports_none(
     assert [r.check.name for r in results if r.verdict == "missing"] == []
     results = evaluate(scenario, measurement, JudgeRules(tol, SGLANG))
     assert {r.check.name for r in results if r.verdict == "missing"} >= {"load_peak_vram_mb", "runtime_peak_vram_mb"}
+
+
+def test_the_memory_checks_a_measurement_cannot_make_are_named_in_the_same_pass(fixture_set, tol):  # noqa: F811
+    scenario = fixture_set.scenarios["img_t2i"].model_copy(
+        update={"warmup_peak_vram_mb": 10.0, "load_peak_host_anon_mb": 100.0, "runtime_peak_host_anon_mb": 200.0}
+    )
+    rules = JudgeRules(tol, SGLANG)
+    full = at_baseline(scenario)
+    assert assess(scenario, full, rules).unreported == []
+    host_only = at_baseline(scenario, memory={k: v for k, v in full.memory.items() if "host_anon" in k})
+    evaluation = assess(scenario, host_only, rules)
+    assert evaluation.unreported == [
+        "load_peak_allocated_mb", "runtime_peak_allocated_mb", "warmup_peak_vram_mb",
+    ]  # fmt: skip
+    assert evaluation.results == evaluate(scenario, host_only, rules)  # the verdicts judge_limits reports
+    assert assess(scenario, at_baseline(scenario, memory={}), JudgeRules(tol, SGLANG, vram=False)).unreported == [
+        "load_peak_host_anon_mb", "runtime_peak_host_anon_mb",
+    ]  # fmt: skip

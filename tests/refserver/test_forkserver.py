@@ -1,6 +1,6 @@
 """The fork server: a forked reference server serves as a started one does, its end and stop signals pass through
-its ``serve`` stand-in, a ``serve`` that differs from the fork server runs on its own, and a run counts forked
-servers as its own processes."""
+its ``serve`` stand-in, a ``serve`` that differs from the fork server runs on its own, and a run's meter counts the
+servers forked for it as its own processes."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import pytest
 
 from pytest_diffperf.protocol import FORKSERVER_ENV, forkserver_in
 from pytest_diffperf.refserver.forkserver import PACKAGE, difference, identity, package_digest
-from pytest_diffperf.serving.interference import Meter
+from pytest_diffperf.serving.interference import Interference, Meter, RunServers
+from tests.support.burners import outside_burners
 from tests.support.forks import ForkServer
 from tests.support.refserver import SMALL_IMAGE, Server
 
@@ -126,27 +127,45 @@ def test_a_fork_server_that_cannot_be_reached_leaves_serve_to_itself(tmp_path, m
 
 
 @pytest.mark.server
-def test_a_runs_meter_counts_forked_servers_as_its_own(forked, monkeypatch, fork_server):
+def test_a_runs_meter_counts_the_servers_it_forked_as_its_own_and_a_burner_outside(forked, tmp_path):
+    """The general rule, not the fork server's variable: a server the run asked for is the run's, whoever forked it
+    (its port's listener and that one's starter), also when it ends within the window, or becomes ready within it;
+    a burner stays outside."""
     server = forked("tiny/flux-t2i")
     child = psutil.Process(serving_pid(server))
-    run = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(120)"]
-    )  # a run's root: not above the fork server
+    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # a run's root: not above them
+    servers = RunServers()
+    servers.adopt(run.pid, server.proc.pid, server.port)  # as a run's pool does once its server is ready
 
-    def window() -> tuple[float, float]:
-        """(the run's CPU-s as the meter saw it, the server's) over three requests."""
-        before = sum(child.cpu_times()[:2])
-        meter = Meter(run.pid)
+    def cpu(proc: psutil.Process) -> float:
+        return sum(proc.cpu_times()[:2])
+
+    def window(adopted: RunServers | None, stop: bool = False) -> tuple[Interference, float, float, float]:
+        """What the meter saw over three requests (and the server's stop), the server's CPU-s in it and before it,
+        the burner's; ``adopted`` empty: the server adopted within the window."""
+        before, burned = cpu(child), cpu(burner)
+        meter = Meter(run.pid, servers=adopted)
+        if adopted is not None and not adopted.roots:
+            adopted.adopt(run.pid, server.proc.pid, server.port)
         for _ in range(3):
             server.image(**SMALL_IMAGE)
-        return meter.stop().ours_cpu_s, sum(child.cpu_times()[:2]) - before
+        served = cpu(child) - before
+        if stop:
+            server.stop()  # reaped by the fork server: its CPU time ends there
+        return meter.stop(), served, before, cpu(burner) - burned
 
     try:
-        ours, served = window()
-        assert served > 0.1 and ours >= 0.8 * served
-        monkeypatch.delenv(FORKSERVER_ENV)
-        ours, served = window()
-        assert served > 0.1 and ours < 0.5 * served
+        with outside_burners(1, tmp_path) as (pid,):
+            burner = psutil.Process(pid)
+            seen, served, _, burned = window(servers)
+            assert served > 0.1 and burned > 0.1 and seen.ours_cpu_s >= 0.8 * served
+            assert seen.ours_cpu_s < served + 0.5 * burned  # the burner is not the run's
+            assert seen.outside_cpu_s >= 0.9 * burned - 0.05
+            seen, served, _, _ = window(None)  # the run's tree alone: the forked server is another's
+            assert served > 0.1 and seen.ours_cpu_s < 0.5 * served
+            seen, served, earlier, _ = window(RunServers(), stop=True)  # adopted within, stopped within
+            assert served > 0.1 and seen.ours_cpu_s >= 0.8 * served
+            assert seen.ours_cpu_s < served + 0.5 * earlier  # not its CPU time before the window
     finally:
         run.kill()
         run.wait()

@@ -12,17 +12,9 @@ import psutil
 import pytest
 
 from pytest_diffperf.serving.cputime import server_cpu
-from tests.support.burners import BURN, outside_burners
+from tests.support.burners import BURN, LISTEN, outside_burners
 
 TICKS_MS = 20  # CPU times are counted in clock ticks of 10 ms: one at each end
-# A listener that burns CPU in a child of its own: the "server" a fork server started (not under the watchdog).
-LISTEN = """
-import socket, subprocess, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True)
-sys.stdin.readline()
-subprocess.run([sys.executable, "-c", {burn!r}])
-time.sleep(60)
-"""
 
 
 def test_the_cpu_time_of_a_burning_child_is_the_server_s(tmp_path):

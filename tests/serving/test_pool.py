@@ -1,16 +1,20 @@
-"""The server pool: one start per group, and a start whose port was taken meanwhile made again on other ports."""
+"""The server pool: one start per group, a start whose port was taken meanwhile made again on other ports, and each
+ready server adopted by the run's interference meter."""
 
 from __future__ import annotations
 
 import ast
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pytest_diffperf.launchers import ServerSpec
 from pytest_diffperf.serving import pool as pool_module
+from pytest_diffperf.serving.interference import BusyPolicy, Watch
 from pytest_diffperf.serving.pool import PORT_RETRIES, ServerPool
 from pytest_diffperf.serving.process import ServerError, ServerLog, ServerPorts, port_taken, server_ports
 from tests.support.sglang import SRC
@@ -44,11 +48,19 @@ def test_a_port_taken_after_the_probe_is_started_again_on_other_ports(tmp_path, 
     port = taken.getsockname()[1]
     first_ports_taken(monkeypatch, port, 1)
     lines: list[str] = []
-    pool = ServerPool(tmp_path, 120, lines.append)
+    watch = Watch(os.getpid(), BusyPolicy())
+    pool = ServerPool(tmp_path, 120, lines.append, on_ready=watch.adopt)
     try:
         server = pool.get(SPEC)
         assert server.port != port
         assert [launch.ready for launch in pool.launches] == [False, True]
+        # the ready one is the run's, whoever started it: the process on its port and the one that started that
+        listener = next(
+            c.pid
+            for c in psutil.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == server.port
+        )
+        assert {pid for pid, _ in watch.servers.roots} == {listener, psutil.Process(listener).ppid()}
         assert "exited with code 1" in (pool.launches[0].error or "")
         retried = [line for line in lines if line.endswith("its port was taken; trying other ports")]
         assert len(retried) == 1 and "Address already in use" in retried[0], lines

@@ -12,6 +12,15 @@ from pathlib import Path
 import psutil
 
 BURN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+# A listener that burns CPU in a child of its own once a line comes on its stdin: the "server" a fork server started
+# (not under the watchdog); it prints its port.
+LISTEN = """
+import socket, subprocess, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True)
+sys.stdin.readline()
+subprocess.run([sys.executable, "-c", {burn!r}])
+time.sleep(60)
+"""
 
 
 @contextlib.contextmanager
