@@ -51,6 +51,7 @@ def assert_ended_cleanly(code: int, err: str, seen: list[psutil.Process]) -> Non
 
 
 @needs_server
+@pytest.mark.server  # a real pytest run of the plugin, its git checkout
 def test_a_git_side_whose_checkout_is_killed_leaves_no_worktree(tmp_path):
     repo = suite_repo(tmp_path)
     slow_checkout(repo)
@@ -70,6 +71,7 @@ def test_a_git_side_whose_checkout_is_killed_leaves_no_worktree(tmp_path):
 
 
 @needs_server
+@pytest.mark.server  # a real pytest run of the plugin, its git checkout and pip build
 def test_a_git_side_whose_install_is_killed_leaves_no_venv(tmp_path):
     repo, spec = slow_install_repo(tmp_path)
     cache = tmp_path / "cache"

@@ -141,6 +141,7 @@ def slow_checkout(repo: Path) -> None:
 
 
 @needs_server
+@pytest.mark.server  # a real pytest run of the plugin, its git checkout
 @pytest.mark.parametrize(("sig", "code", "said"), SIGNALS[:1])
 def test_a_git_side_interrupted_during_its_checkout_leaves_no_worktree(tmp_path, sig, code, said):
     repo = suite_repo(tmp_path)
@@ -162,6 +163,7 @@ def test_a_git_side_interrupted_during_its_checkout_leaves_no_worktree(tmp_path,
 
 
 @needs_server
+@pytest.mark.server  # a real pytest run of the plugin, its git checkout and pip build
 def test_a_git_side_interrupted_during_its_install_leaves_no_venv(tmp_path):
     repo, spec = slow_install_repo(tmp_path)
     cache = tmp_path / "cache"
