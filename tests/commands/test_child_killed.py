@@ -6,12 +6,9 @@ The runs and what they leave are read as in ``test_interrupts.py``; here the sig
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
-import subprocess
-import time
 from collections.abc import Callable
 
 import psutil
@@ -29,7 +26,7 @@ from tests.commands.test_interrupts import (
 )
 from tests.support.gitrepo import commit, git, worktrees
 from tests.support.paths import REPO, SGLANG_DATA
-from tests.support.signals import python_with_default_signals
+from tests.support.processes import watched
 
 
 def kill_a_child(
@@ -37,36 +34,12 @@ def kill_a_child(
 ) -> tuple[int, str, list[psutil.Process], str]:
     """Start ``command``, SIGKILL the first descendant ``target`` picks once it has run a second; the command's exit
     code, stderr, every descendant seen and the killed one's command line. Nothing of it is left running."""
-    proc = subprocess.Popen(
-        python_with_default_signals(*command), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    seen: dict[int, psutil.Process] = {}
-    try:
-        victim = None
-        deadline = time.monotonic() + 240
-        while victim is None and time.monotonic() < deadline and proc.poll() is None:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                children = psutil.Process(proc.pid).children(recursive=True)
-                seen.update({c.pid: c for c in children})
-                victim = next((c for c in children if target(c)), None)
-            time.sleep(0.1)
-        assert victim is not None, f"no such child before it ended:\n{proc.stderr.read() if proc.stderr else ''}"
-        time.sleep(1)
-        seen.update({c.pid: c for c in psutil.Process(proc.pid).children(recursive=True)})
+    with watched(command, cwd, env) as run:
+        victim = run.moment(lambda children: next((c for c in children if target(c)), None))
         killed = cmdline(victim)
         victim.kill()
-        _, err = proc.communicate(timeout=180)
-        return proc.returncode, err, list(seen.values()), killed
-    finally:
-        for p in seen.values():
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        code, err = run.end(timeout=180)
+        return code, err, list(run.seen.values()), killed
 
 
 def assert_ended_cleanly(code: int, err: str, seen: list[psutil.Process]) -> None:
@@ -78,6 +51,7 @@ def assert_ended_cleanly(code: int, err: str, seen: list[psutil.Process]) -> Non
 
 
 @needs_server
+@pytest.mark.server  # a real pytest run of the plugin, its git checkout
 def test_a_git_side_whose_checkout_is_killed_leaves_no_worktree(tmp_path):
     repo = suite_repo(tmp_path)
     slow_checkout(repo)
@@ -97,6 +71,7 @@ def test_a_git_side_whose_checkout_is_killed_leaves_no_worktree(tmp_path):
 
 
 @needs_server
+@pytest.mark.server  # a real pytest run of the plugin, its git checkout and pip build
 def test_a_git_side_whose_install_is_killed_leaves_no_venv(tmp_path):
     repo, spec = slow_install_repo(tmp_path)
     cache = tmp_path / "cache"

@@ -7,7 +7,6 @@ the moment to interrupt is found by watching its process tree (a server, a ``git
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
@@ -25,6 +24,7 @@ from filelock import FileLock
 from pytest_diffperf._util.atomicfile import lock_path
 from tests.support.gitrepo import commit, git, init, with_plugin, worktrees
 from tests.support.paths import REPO, SGLANG_DATA
+from tests.support.processes import watched
 from tests.support.signals import python_with_default_signals
 from tests.support.suite import GENEROUS, TOLERANCES, tiny_case
 
@@ -83,39 +83,11 @@ def interrupt_when(
 ) -> tuple[int, str, list[psutil.Process]]:
     """Start ``command``, send ``sig`` once ``found`` holds for its descendants; its exit code, stderr and every
     descendant seen. Whatever happens, nothing of it is left running."""
-    proc = subprocess.Popen(
-        python_with_default_signals(*command), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    seen: dict[int, psutil.Process] = {}
-    try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                children = psutil.Process(proc.pid).children(recursive=True)
-            except psutil.NoSuchProcess:
-                break
-            seen.update({c.pid: c for c in children})
-            if found(children):
-                break
-            time.sleep(0.1)
-        assert proc.poll() is None, (
-            f"it ended before the moment to interrupt it:\n{proc.stderr.read() if proc.stderr else ''}"
-        )
-        time.sleep(1)
-        seen.update({c.pid: c for c in psutil.Process(proc.pid).children(recursive=True)})
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
-        return proc.returncode, err, list(seen.values())
-    finally:
-        for p in seen.values():
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+    with watched(command, cwd, env) as run:
+        run.moment(found)
+        run.proc.send_signal(sig)
+        code, err = run.end(timeout=120)
+        return code, err, list(run.seen.values())
 
 
 def cmdline(p: psutil.Process) -> str:
@@ -169,6 +141,7 @@ def slow_checkout(repo: Path) -> None:
 
 
 @needs_server
+@pytest.mark.server  # a real pytest run of the plugin, its git checkout
 @pytest.mark.parametrize(("sig", "code", "said"), SIGNALS[:1])
 def test_a_git_side_interrupted_during_its_checkout_leaves_no_worktree(tmp_path, sig, code, said):
     repo = suite_repo(tmp_path)
@@ -190,6 +163,7 @@ def test_a_git_side_interrupted_during_its_checkout_leaves_no_worktree(tmp_path,
 
 
 @needs_server
+@pytest.mark.server  # a real pytest run of the plugin, its git checkout and pip build
 def test_a_git_side_interrupted_during_its_install_leaves_no_venv(tmp_path):
     repo, spec = slow_install_repo(tmp_path)
     cache = tmp_path / "cache"

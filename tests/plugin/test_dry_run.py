@@ -166,6 +166,7 @@ def test_diffperf_compare_shows_the_same_command(pytester, cases, capsys):
         assert blocks[scenario][3] == found[scenario][3], scenario  # the request line
 
 
+@pytest.mark.server  # a real pytest run with two xdist worker processes
 def test_xdist_workers_plan_their_servers_on_ports_of_their_own_ranges(pytester, suite):
     listed = [tiny_case("a1"), tiny_case("b1", "--inject-delay DenoisingStage=1")]
     args = suite(listed, {c["id"]: GENEROUS for c in listed})

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import pytest
 from PIL import Image
 
+from pytest_diffperf import plugin
 from tests.support.cli import diffperf
 from tests.support.paths import REPO, SGLANG_DATA
 from tests.support.suite import GENEROUS, TOLERANCES, tiny_case
@@ -727,12 +728,12 @@ def run_in_process(bad: Bad, root: Path, pytester: pytest.Pytester | None) -> tu
     """The case in this process: pytester for the plugin, the CLI's main for ``diffperf``."""
     if bad.entry == "pytest":
         assert pytester is not None
-        # The plugin alone, by its module: autoload reads the entry points (and pytest the file lists) of every
-        # installed distribution, a quarter of each of these ~400 runs. The real-process cases load it by its
-        # entry point.
+        # The plugin alone, registered as the module: autoload reads the entry points (and pytest the file lists)
+        # of every installed distribution, a quarter of each of these ~400 runs, and so does ``-p MODULE`` (which
+        # looks for an entry point of that name first). The real-process cases load it by its entry point.
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-            result = pytester.runpytest("-p", "pytest_diffperf.plugin", *bad.args)
+            result = pytester.runpytest(*bad.args, plugins=[plugin])
         return int(result.ret), result.stdout.str() + "\n" + result.stderr.str()
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     done = diffperf(*bad.args, cwd=root, env={**env, **bad.env})

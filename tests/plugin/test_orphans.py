@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from pytest_diffperf.protocol import FORKSERVER_ENV
+from tests.support.processes import gone, marked
 from tests.support.signals import python_with_default_signals
 from tests.support.suite import GENEROUS, kill_trees, tiny_case
 
@@ -37,30 +38,16 @@ STAGE_DELAY_MS = 60000  # so does the first request
 GONE_WITHIN_S = 15.0  # the watchdog polls every 0.2 s and gives 3 s of grace
 
 
-def marked(tag: str) -> list[psutil.Process]:
-    """This test's server processes: the watchdog, the reference server and its workers (their environment holds
-    ``tag``); zombies are dead."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(MARKER_VAR) == tag and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.Error:
-            pass
-    return found
-
-
-def gone(tag: str, within: float = GONE_WITHIN_S) -> list[psutil.Process]:
-    """Poll until no marked process is left (what is left after ``within`` seconds)."""
-    deadline = time.monotonic() + within
-    while (left := marked(tag)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
-
-
 def refserver(tag: str) -> psutil.Process | None:
     """The reference server itself (not its watchdog, whose command line holds the server's)."""
-    return next((p for p in marked(tag) if p.cmdline()[1:3] == ["-m", "pytest_diffperf.refserver"]), None)
+    return next((p for p in marked(MARKER_VAR, tag) if p.cmdline()[1:3] == ["-m", "pytest_diffperf.refserver"]), None)
+
+
+def watchdog_of(server: psutil.Process) -> psutil.Process:
+    """The server's parent, its watchdog."""
+    watchdog = server.parent()
+    assert watchdog is not None and "pytest_diffperf.serving.watchdog" in " ".join(watchdog.cmdline())
+    return watchdog
 
 
 def wait_for(moment: str, tag: str, pytest_proc: subprocess.Popen[bytes], within: float = 120.0) -> psutil.Process:
@@ -107,7 +94,7 @@ def start_run(pytester, suite, tag: str, moment: str, *extra: str) -> subprocess
 
 def cleanup(proc: subprocess.Popen[bytes], tag: str) -> None:
     """Kill what this test started, by pid: the pytest run, its workers, and any marked process left."""
-    kill_trees([proc.pid, *(p.pid for p in marked(tag))])
+    kill_trees([proc.pid, *(p.pid for p in marked(MARKER_VAR, tag))])
     proc.wait()
 
 
@@ -120,7 +107,7 @@ def test_no_server_outlives_pytest(pytester, suite, sig, moment):
         wait_for(moment, tag, proc)
         proc.send_signal(sig)
         proc.wait(timeout=60)
-        assert gone(tag) == [], f"servers left after {sig.name} at {moment}"
+        assert gone(MARKER_VAR, tag, GONE_WITHIN_S) == [], f"servers left after {sig.name} at {moment}"
     finally:
         cleanup(proc, tag)
 
@@ -131,12 +118,11 @@ def test_no_server_outlives_a_killed_xdist_process(pytester, suite, target):
     proc = start_run(pytester, suite, tag, "request", "-n", "1", "--max-worker-restart=0")
     try:
         server = wait_for("request", tag, proc)
-        watchdog = server.parent()
-        assert watchdog is not None and "pytest_diffperf.serving.watchdog" in " ".join(watchdog.cmdline())
+        watchdog = watchdog_of(server)
         worker = watchdog.parent()
         assert worker is not None and worker.ppid() == proc.pid  # an xdist worker of our pytest
         (worker if target == "worker" else psutil.Process(proc.pid)).kill()
-        assert gone(tag) == [], f"servers left after SIGKILL of the xdist {target}"
+        assert gone(MARKER_VAR, tag, GONE_WITHIN_S) == [], f"servers left after SIGKILL of the xdist {target}"
         if target == "worker":  # pytest reports the test FAILED (the worker crashed): so does the results file
             assert proc.wait(timeout=60) == 1
             (scenario,) = json.loads((pytester.path / "results.json").read_text())["scenarios"]
@@ -153,11 +139,10 @@ def test_a_killed_watchdog_fails_its_test_and_leaves_no_server(pytester, suite):
     proc = start_run(pytester, suite, tag, "request")
     try:
         server = wait_for("request", tag, proc)
-        watchdog = server.parent()
-        assert watchdog is not None and "pytest_diffperf.serving.watchdog" in " ".join(watchdog.cmdline())
+        watchdog = watchdog_of(server)
         watchdog.kill()
         assert proc.wait(timeout=60) == 1
-        assert gone(tag) == [], "the server outlived its killed watchdog"
+        assert gone(MARKER_VAR, tag, GONE_WITHIN_S) == [], "the server outlived its killed watchdog"
         result = json.loads((pytester.path / "results.json").read_text())
         (scenario,) = result["scenarios"]
         assert scenario["verdict"] == "error"
@@ -173,11 +158,10 @@ def test_a_killed_server_fails_its_test_and_leaves_nothing(pytester, suite):
     proc = start_run(pytester, suite, tag, "request")
     try:
         server = wait_for("request", tag, proc)
-        watchdog = server.parent()
-        assert watchdog is not None and "pytest_diffperf.serving.watchdog" in " ".join(watchdog.cmdline())
+        watchdog = watchdog_of(server)
         server.kill()
         assert proc.wait(timeout=60) == 1
-        assert gone(tag) == []
+        assert gone(MARKER_VAR, tag, GONE_WITHIN_S) == []
         assert not watchdog.is_running() or watchdog.status() == psutil.STATUS_ZOMBIE
         (scenario,) = json.loads((pytester.path / "results.json").read_text())["scenarios"]
         assert scenario["verdict"] == "error"

@@ -61,20 +61,6 @@ def unprivileged() -> tuple[str, ...]:
     return (setpriv, *NO_DAC, "--")
 
 
-def start(bad: Bad, root: Path, prefix: tuple[str, ...]) -> subprocess.Popen[str]:
-    program = ["-m", "pytest"] if bad.entry == "pytest" else ["-m", "pytest_diffperf.cli"]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    return subprocess.Popen(
-        [*prefix, sys.executable, *program, *bad.args],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-
-
 def writable_again(root: Path) -> None:
     """Every mode the case set undone, so that the temp folder can be removed."""
     for path in [root, *root.rglob("*")]:
@@ -84,19 +70,35 @@ def writable_again(root: Path) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
-    """Every case run side by side (a process each), by id."""
+    """Every case run in one unprivileged process (``tests.support.batchrun``: one start-up for all), by id."""
     prefix = unprivileged()
-    started = {}
+    roots = {}
     for bad in CASES:
-        root = tmp_path_factory.mktemp(bad.id)
+        roots[bad.id] = root = tmp_path_factory.mktemp(bad.id)
         newer.materialize_all(root, bad)
-        started[bad.id] = (root, snapshot(root), start(bad, root, prefix))
-    done = {}
-    for case_id, (root, before, proc) in started.items():
-        out, _ = proc.communicate(timeout=300)
-        done[case_id] = Ran(proc.returncode, out, before, snapshot(root))
+    before = {case_id: snapshot(root) for case_id, root in roots.items()}
+    batch = tmp_path_factory.mktemp("batch")
+    listed = [{"id": bad.id, "entry": bad.entry, "args": list(bad.args), "cwd": str(roots[bad.id])} for bad in CASES]
+    (batch / "runs.json").write_text(json.dumps(listed))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    command = [
+        *prefix,
+        sys.executable,
+        "-m",
+        "tests.support.batchrun",
+        str(batch / "runs.json"),
+        str(batch / "out.json"),
+    ]
+    done = subprocess.run(command, cwd=batch, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    outputs = json.loads((batch / "out.json").read_text())
+    ran = {}
+    for case_id, root in roots.items():
+        code, out = outputs[case_id]
+        ran[case_id] = Ran(code, out, before[case_id], snapshot(root))
         writable_again(root)
-    return done
+    return ran
 
 
 def test_the_unprivileged_process_cannot_write_a_read_only_folder(tmp_path: Path):

@@ -57,6 +57,7 @@ def test_every_h100_case_is_equal_or_not_expressible_at_the_release_s_openai_pin
     assert "warning" not in out and " different " not in out
 
 
+@pytest.mark.server  # installs openai from the package index, then runs verify-sglang in a child interpreter
 def test_with_another_openai_the_harness_runs_at_the_release_s_pin_from_the_cache(tmp_path, monkeypatch, capsys):
     """The README's environment (openai 3.x): verify-sglang installs the pin once into its cache and is green."""
     if openai_version() == PINS["0.5.23"]:

@@ -18,6 +18,7 @@ import uuid
 import psutil
 import pytest
 
+from tests.support.processes import gone, marked
 from tests.support.sglang_server import (
     BASELINES,
     MODELS_ENV,
@@ -25,9 +26,7 @@ from tests.support.sglang_server import (
     bundled_args,
     candidate_package,
     case_file,
-    gone,
     listening,
-    marked,
     models_dir,
     ports_of,
     requires_sglang,

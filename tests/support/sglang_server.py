@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,24 +119,6 @@ def listening(ports: list[int]) -> list[int]:
     """The ``ports`` some process listens on, on any address."""
     held = {c.laddr.port for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
     return sorted(held.intersection(ports))
-
-
-def marked(var: str, tag: str) -> list[psutil.Process]:
-    """The live processes whose environment holds ``var=tag`` (a server's watchdog, HTTP process, scheduler, ...)."""
-    found = []
-    for proc in psutil.process_iter():
-        with contextlib.suppress(psutil.Error):
-            if proc.environ().get(var) == tag and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-    return found
-
-
-def gone(var: str, tag: str, within: float) -> list[psutil.Process]:
-    """Poll until no process marked ``var=tag`` is left; what is left after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while (left := marked(var, tag)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return left
 
 
 @contextlib.contextmanager
