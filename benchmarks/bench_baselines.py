@@ -15,11 +15,12 @@ from pathlib import Path
 
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.limits import JudgeRules, get_preset, plan_checks
+from pytest_diffperf.platforms import Platform, platform_value
 
 DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "vendor" / "sglang-data" / "v0.5.23" / "perf_baselines"
 
 
-def load_and_plan(path: Path, hardware: str) -> tuple[int, int]:
+def load_and_plan(path: Path, hardware: Platform) -> tuple[int, int]:
     baselines = load_baselines(path, hardware, runner_name="")
     rules = JudgeRules(baselines.profile("pr_test", env={}), get_preset("sglang"), tuple(baselines.step_fractions))
     checks = 0
@@ -38,7 +39,7 @@ def load_and_plan(path: Path, hardware: str) -> tuple[int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--path", type=Path, default=DEFAULT)
-    parser.add_argument("--hardware", default="h100")
+    parser.add_argument("--hardware", default="h100", type=platform_value)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument(
         "--smoke",

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from pytest_diffperf.perf.scenarios import CLI_FLAGS, load_scenario_set
+from pytest_diffperf.platforms import Platform, platform_value
 from pytest_diffperf.serving.launchers import group_key
 from pytest_diffperf.sharding.plan import plan_shards
 from tests.support import sglang_tree
@@ -32,7 +33,7 @@ UNCHANGED = (5.24, 6.49)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, help="SGLang's test/server folder (default: 0.5.23's, vendored)")
-    parser.add_argument("--hardware", default="h100")
+    parser.add_argument("--hardware", default="h100", type=platform_value)
     parser.add_argument("--smoke", action="store_true", help="the same (it measures nothing: seconds)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -40,7 +41,7 @@ def main() -> None:
         report(tree, args.hardware)
 
 
-def report(tree: Path, hardware: str) -> None:
+def report(tree: Path, hardware: Platform) -> None:
     suite = load_scenario_set(tree / "perf_baselines", hardware, tree / "gpu_cases.py", None, CLI_FLAGS)
     key = group_key(suite.cases, "sglang")
     shards = plan_shards(suite.ids, suite.baselines.scenarios, key)

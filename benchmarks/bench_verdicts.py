@@ -728,7 +728,7 @@ def live_trial(
         pairs.append(pair_samples(run))
         records = [x.record for x in run.samples["candidate"] if x.record is not None]
         candidates.append(Measurement.from_records(records, load_ms=run.load_ms["candidate"]))
-        ready = next(float(s["ready_s"]) for s in run.servers if s["side"] == "candidate")
+        ready = next(s.ready_s or 0.0 for s in run.servers if s.side == "candidate")
         client = statistics.median(x.client_ms for x in run.samples["candidate"]) / 1000
         static_cost.append(ready + client * (len(records) + 1))  # its start, warmup and requests
         if ab_result is None:

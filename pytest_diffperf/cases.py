@@ -29,6 +29,7 @@ from ._util.names import name_problem
 from ._util.text import did_you_mean
 from ._util.values import MAX_WAIT_S
 from .errors import DiffperfError
+from .platforms import Platform
 from .sglang.casefile import case_file_data
 from .sglang.source import is_sglang_source
 
@@ -142,7 +143,7 @@ class CaseFile(BaseModel):
 
 
 def load_case_file(
-    path: Path, hardware: str | None = None, suites: Sequence[str] | None = None, *, semantics: str | None = None
+    path: Path, hardware: Platform | None = None, suites: Sequence[str] | None = None, *, semantics: str | None = None
 ) -> CaseFile:
     """Read and validate a case file (case ids must be unique).
 
@@ -162,7 +163,7 @@ def load_case_file(
     return parsed
 
 
-def load_cases(path: Path, hardware: str | None = None, suites: Sequence[str] | None = None) -> dict[str, Case]:
+def load_cases(path: Path, hardware: Platform | None = None, suites: Sequence[str] | None = None) -> dict[str, Case]:
     """Read and validate a case file (see ``load_case_file``); returns cases by id, in file order."""
     return {case.id: case for case in load_case_file(path, hardware, suites).cases}
 

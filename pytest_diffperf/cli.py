@@ -20,6 +20,7 @@ from types import FrameType
 
 from . import __version__
 from .errors import DiffperfError
+from .platforms import canonical_platform
 
 SUBCOMMANDS: tuple[str, ...] = (
     "lint",
@@ -82,6 +83,13 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
+def _type_arguments(args: argparse.Namespace) -> None:
+    """The arguments the commands take typed, parsed once here (not as argparse types: a bad one is the commands'
+    one error line, exit 2): ``--hardware`` as its :data:`~.platforms.Platform`."""
+    if isinstance(getattr(args, "hardware", None), str):
+        args.hardware = canonical_platform(args.hardware)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(list(sys.argv[1:] if argv is None else argv))
     in_main = threading.current_thread() is threading.main_thread()
@@ -89,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if in_main and previous == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     try:
+        _type_arguments(args)
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code

@@ -43,13 +43,13 @@ _ALIASES: dict[str, Platform] = {
 # SGLang runs NPU and MUSA machines against the default GPU file, with their fragment merged in,
 # and AMD machines against the default GPU file alone.
 DEFAULT_GPU: Platform = "h100"
-FRAGMENT_PLATFORMS = ("npu", "musa")
-DEFAULT_FILE_PLATFORMS = ("rocm", *FRAGMENT_PLATFORMS)
+FRAGMENT_PLATFORMS: tuple[Platform, ...] = ("npu", "musa")
+DEFAULT_FILE_PLATFORMS: tuple[Platform, ...] = ("rocm", *FRAGMENT_PLATFORMS)
 
 # What SGLang's ``current_platform`` is on each platform: the device kind, and the CUDA architecture
 # flags its case lists branch on (``is_blackwell``, ``is_sm120``). The CPU reference server is none.
 DeviceKind = Literal["cuda", "hip", "npu", "musa", "xpu", "cpu"]
-DEVICE_KINDS: dict[str, DeviceKind] = {
+DEVICE_KINDS: dict[Platform, DeviceKind] = {
     "h100": "cuda",
     "b200": "cuda",
     "5090": "cuda",
@@ -59,21 +59,22 @@ DEVICE_KINDS: dict[str, DeviceKind] = {
     "musa": "musa",
     "cpu": "cpu",
 }
-CUDA_ARCH_FLAGS: dict[str, frozenset[str]] = {"b200": frozenset({"blackwell"}), "5090": frozenset({"sm120"})}
+CUDA_ARCH_FLAGS: dict[Platform, frozenset[str]] = {"b200": frozenset({"blackwell"}), "5090": frozenset({"sm120"})}
 
 # Fragment files (only `metadata` and `scenarios`), relative to the folder that holds the
 # single `perf_baselines.json` or the `perf_baselines/` folder.
 FRAGMENTS = ("ascend/perf_baselines_npu.json", "musa/perf_baselines_musa.json")
 
 
-def fragment_platform(path: Path) -> str | None:
+def fragment_platform(path: Path) -> Platform | None:
     """The NPU/MUSA platform whose fragment ``path`` is (by its last two names, however the path is written)."""
     tail = Path(path).absolute().parts[-2:]
     return next((p for p, rel in zip(FRAGMENT_PLATFORMS, FRAGMENTS, strict=True) if Path(rel).parts == tail), None)
 
 
 def canonical_platform(name: str) -> Platform:
-    """Map a platform name or alias to its canonical name; DiffperfError if unknown."""
+    """A platform name or alias read at an edge (a command's ``--hardware``, a file's text) as its canonical name;
+    DiffperfError if unknown. Everything inward takes the typed :data:`Platform`."""
     try:
         return platform_value(name)
     except BadValue as exc:
@@ -91,44 +92,46 @@ def platform_value(name: str) -> Platform:
     return _ALIASES[key]
 
 
-def baseline_file_stem(platform: str) -> str:
+def baseline_file_stem(platform: Platform) -> str:
     """Stem of the `perf_baselines/<stem>.json` file a platform is checked against."""
-    canonical = canonical_platform(platform)
-    return DEFAULT_GPU if canonical in DEFAULT_FILE_PLATFORMS else canonical
+    return DEFAULT_GPU if platform in DEFAULT_FILE_PLATFORMS else platform
 
 
-def threshold_file_stems(platform: str) -> tuple[str, ...]:
+def threshold_file_stems(platform: Platform) -> tuple[str, ...]:
     """Candidate stems of `consistency_thresholds/<stem>.json` for a platform, in order."""
-    canonical = canonical_platform(platform)
-    if canonical == "xpu_b60":
+    if platform == "xpu_b60":
         return ("xpu_b60", "intel_xpu_b60")
-    return (DEFAULT_GPU,) if canonical == "rocm" else (canonical,)
+    return (DEFAULT_GPU,) if platform == "rocm" else (platform,)
 
 
-def device_kind(platform: str) -> DeviceKind:
+def device_kind(platform: Platform) -> DeviceKind:
     """SGLang's device kind on a platform (what ``current_platform.is_cuda()`` and its siblings answer)."""
-    return DEVICE_KINDS[canonical_platform(platform)]
+    return DEVICE_KINDS[platform]
 
 
-def checks_vram(platform: str) -> bool:
+def checks_vram(platform: Platform) -> bool:
     """Whether VRAM is judged there: SGLang checks it only on CUDA, the only platform whose server writes it."""
     return device_kind(platform) == "cuda"
 
 
-def checks_host_anon(platform: str) -> bool:
+def checks_host_anon(platform: Platform) -> bool:
     """Whether anonymous host memory is judged there: with VRAM on CUDA, and on the CPU reference server."""
     return device_kind(platform) in ("cuda", "cpu")
 
 
 # Each platform's visible-devices variable (CUDA's for the GPU platforms and the CPU).
 CUDA_ENV = "CUDA_VISIBLE_DEVICES"
-PLATFORM_ENV = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "musa": "MUSA_VISIBLE_DEVICES", "xpu_b60": "ZE_AFFINITY_MASK"}
+PLATFORM_ENV: dict[Platform, str] = {
+    "npu": "ASCEND_RT_VISIBLE_DEVICES",
+    "musa": "MUSA_VISIBLE_DEVICES",
+    "xpu_b60": "ZE_AFFINITY_MASK",
+}
 DEVICE_ENV_VARS = (CUDA_ENV, *PLATFORM_ENV.values())
 
 
-def device_env_var(hardware: str | None) -> str:
+def device_env_var(hardware: Platform | None) -> str:
     """The variable that lists the visible devices of ``hardware`` (CUDA's when unknown)."""
-    return PLATFORM_ENV.get(canonical_platform(hardware), CUDA_ENV) if hardware else CUDA_ENV
+    return PLATFORM_ENV.get(hardware, CUDA_ENV) if hardware else CUDA_ENV
 
 
 @dataclass(frozen=True)
@@ -141,14 +144,12 @@ class Located:
 
 
 def locate(
-    path: str | Path, hardware: str | None, *, single: str, folder: str, stems: Callable[[str], Sequence[str]]
+    path: str | Path, hardware: Platform | None, *, single: str, folder: str, stems: Callable[[Platform], Sequence[str]]
 ) -> Located:
     """Resolve a file, a folder holding ``single`` or ``folder/``, or that folder (whose platform file is
     the first ``<stem>.json`` of ``stems(hardware)``). DiffperfError when nothing is there, or a folder
     comes without a hardware platform."""
     path = Path(path)
-    if hardware is not None:
-        canonical_platform(hardware)
     if path.is_dir() and (path / folder).is_dir():
         path = path / folder
     elif path.is_dir() and (path / single).is_file():

@@ -69,8 +69,7 @@ def run(args: argparse.Namespace) -> int:
             "leave --from out",
             source="--from",
         )
-    hardware = inputs.merged.get("hardware")
-    baselines = load_baselines(baseline_path(args.baselines, inputs), hardware)
+    baselines = load_baselines(baseline_path(args.baselines, inputs), inputs.hardware)
     accepted = plan(inputs, baselines, settings, select, args.side, args.accept_busy)
     for line in accepted.refused.values():
         print(f"diffperf accept: refused: {line}", file=sys.stderr)

@@ -15,7 +15,7 @@ from ..consistency.thresholds import is_threshold_document, lint_threshold_doc, 
 from ..errors import DiffperfError
 from ..perf.baselines import baseline_files, load_baselines
 from ..perf.lint import lint_baseline_doc, lint_baselines
-from ..platforms import PLATFORMS, canonical_platform
+from ..platforms import PLATFORMS, Platform
 from ..regen.unused import Unused, prune, unused_entries
 from ..sglang.caselist import NoLists
 from ..sglang.source import is_sglang_source
@@ -104,7 +104,7 @@ def _gt_dir(given: str | None) -> Path | None:
     return path
 
 
-def _check_prunable(findings: list[Finding], cases: str | Path | list[Path], hardware: str | None) -> None:
+def _check_prunable(findings: list[Finding], cases: str | Path | list[Path], hardware: Platform | None) -> None:
     """--prune deletes nothing on a broken input: any error among the linted files (a case file that does not
     parse would count its cases as absent), or cases that define none (every entry would be unused)."""
     errors = [f for f in findings if f.severity == "error"]
@@ -122,10 +122,8 @@ def _check_prunable(findings: list[Finding], cases: str | Path | list[Path], har
             )
 
 
-def lint_paths(paths: Iterable[str | Path], hardware: str | None = None) -> list[Finding]:
+def lint_paths(paths: Iterable[str | Path], hardware: Platform | None = None) -> list[Finding]:
     """Lint files and folders (a folder: every file of both kinds, or the ones ``hardware`` reads)."""
-    if hardware is not None:
-        canonical_platform(hardware)
     out: list[Finding] = []
     for path in map(Path, paths):
         if path.is_file():
@@ -210,7 +208,7 @@ def _json_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def find_unused(
-    paths: Iterable[str | Path], hardware: str | None, cases: str | Path | list[Path], gt_dir: Path | None
+    paths: Iterable[str | Path], hardware: Platform | None, cases: str | Path | list[Path], gt_dir: Path | None
 ) -> list[Unused]:
     """The baseline scenarios, thresholds entries and ground-truth files of ``paths`` (and ``gt_dir``) that no case
     of ``cases`` uses. SGLang's case lists count the cases of every platform (its h100 thresholds file is the
@@ -235,7 +233,7 @@ def find_unused(
     return list(dict.fromkeys(out))
 
 
-def _load(load: Callable[[Path, str | None], T], path: Path, hardware: str | None) -> T | None:
+def _load(load: Callable[[Path, Platform | None], T], path: Path, hardware: Platform | None) -> T | None:
     """What ``load`` reads at ``path`` (None when there is none of its kind)."""
     try:
         return load(path, hardware)
@@ -243,7 +241,7 @@ def _load(load: Callable[[Path, str | None], T], path: Path, hardware: str | Non
         return None
 
 
-def _try(resolve: Callable[[Path, str], list[Path]], path: Path, hardware: str) -> list[Path]:
+def _try(resolve: Callable[[Path, Platform], list[Path]], path: Path, hardware: Platform) -> list[Path]:
     try:
         return resolve(path, hardware)
     except DiffperfError:

@@ -25,6 +25,7 @@ from ..cases import Case
 from ..consistency.gtlookup import SGLangGT
 from ..consistency.gttree import local_tree
 from ..consistency.sglangrules import CASE_MAP, Kind, Rules, base_names, read_rules, sglang_platform
+from ..platforms import Platform
 from ..sglang import harness
 from ..sglang.standins import MG
 
@@ -77,7 +78,7 @@ class _OfflineRequests:
 
 
 def compare_all(
-    loaded: harness.Harness, sglang_cases: Sequence[Any], ours: dict[str, Case], hardware: str
+    loaded: harness.Harness, sglang_cases: Sequence[Any], ours: dict[str, Case], hardware: Platform
 ) -> dict[str, str]:
     """Case id -> ``equal``, ``different: <where>``, ``not expressible: <why>`` or ``not compared: <why>``."""
     module = loaded.modules[TEST_UTILS]

@@ -40,7 +40,7 @@ from ..perf import limits
 from ..perf.baselines import load_baselines
 from ..perf.measurement import Measurement
 from ..perf.schema import ScenarioBaseline
-from ..platforms import checks_host_anon, checks_vram, device_kind
+from ..platforms import Platform, checks_host_anon, checks_vram, device_kind
 from ..protocol import DECODING_STAGE_SUFFIX, DENOISING_STAGE, PER_FRAME_STAGE, PerfRecord
 from ..sglang import guard, harness
 from ..sglang.standins import MG
@@ -122,7 +122,7 @@ class Baselines:
 
 
 def compare_all(
-    loaded: harness.Harness, sglang_cases: Sequence[Any], ours: dict[str, Case], hardware: str
+    loaded: harness.Harness, sglang_cases: Sequence[Any], ours: dict[str, Case], hardware: Platform
 ) -> dict[str, str]:
     """Case id -> ``equal (N variants)``, ``different: <variant>: <first difference>``, ``not expressible: <why>``
     or ``SGLang error: <what>``."""
@@ -235,7 +235,7 @@ def _without(entry: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k not in keys}
 
 
-def _baselines(loaded: harness.Harness, cases: Sequence[Case], hardware: str, tmp: Path) -> Baselines:
+def _baselines(loaded: harness.Harness, cases: Sequence[Case], hardware: Platform, tmp: Path) -> Baselines:
     configs = loaded.configs
     fields = frozenset(f.name for f in dataclasses.fields(configs.ScenarioConfig))
     release: dict[str, Any] = {}

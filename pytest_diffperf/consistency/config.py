@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from .._util.text import truthy
 from ..errors import DiffperfError
+from ..platforms import Platform
 from .clip import DEFAULT_MODEL, DEFAULT_PRETRAINED, resolve_weights
 from .frames import DEFAULT_FRAMES, FrameSpec, parse_frames_spec
 
@@ -32,7 +33,7 @@ class ConsistencyConfig:
     """Everything ``check_output`` needs besides the output."""
 
     gt_dir: Path | None
-    platform: str | None = None
+    platform: Platform | None = None
     clip_model: str = DEFAULT_MODEL
     clip_pretrained: str = DEFAULT_PRETRAINED
     frames: FrameSpec = DEFAULT_FRAME_SPEC
@@ -65,7 +66,7 @@ class ConsistencyConfig:
 
 def config_from_env(
     gt_dir: Path | None = None,
-    platform: str | None = None,
+    platform: Platform | None = None,
     clip_model: str | None = None,
     clip_pretrained: str | None = None,
     frames: FrameSpec | None = None,

@@ -16,6 +16,7 @@ from PIL import Image
 
 from .._util.atomicfile import write_atomic
 from ..errors import DiffperfError
+from ..platforms import Platform
 from ..protocol import IMAGE_EXTS, IMAGE_FORMAT_EXTS
 from . import manifest
 
@@ -48,7 +49,7 @@ class Located:
         return [i for i, f in enumerate(self.files) if f is None]
 
 
-def locate(gt_dir: Path, platform: str | None, names: list[str], is_video: bool) -> Located:
+def locate(gt_dir: Path, platform: Platform | None, names: list[str], is_video: bool) -> Located:
     """Find the GT files; ``<gt_dir>/<platform>/`` wins when it holds any of the case's files."""
     folders = [gt_dir / platform, gt_dir] if platform else [gt_dir]
     best = Located(folders[-1], [None] * len(names))

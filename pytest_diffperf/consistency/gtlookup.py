@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .._util import git
 from ..errors import DiffperfError
+from ..platforms import Platform
 from .groundtruth import Located
 from .gtsource import PINNED, GTSpec, is_data_repo_layout
 from .gttree import GTTree, github_tree, local_tree, url_tree
@@ -88,7 +89,7 @@ class SGLangGT:
 
 
 def open_source(
-    spec: GTSpec, rules: Rules | None, hardware: str | None, env: Mapping[str, str]
+    spec: GTSpec, rules: Rules | None, hardware: Platform | None, env: Mapping[str, str]
 ) -> tuple[Path, SGLangGT | None]:
     """The GT folder and, where SGLang's rules apply (a remote source, or a local data-repository clone), how
     to look cases up. ``rules``: the case lists' release's (None: the plugin's JSON cases, the newest rules)."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import DiffperfError
+from ..platforms import Platform
 
 OFFICIAL, SGLANG, ASCEND = "official_generated", "sglang_generated", "ascend"
 CASE_MAP = f"{OFFICIAL}/case_map.json"
@@ -83,7 +84,7 @@ class Attempt:
     every: bool
 
 
-def sglang_platform(hardware: str | None) -> tuple[str, bool]:
+def sglang_platform(hardware: Platform | None) -> tuple[str, bool]:
     """SGLang's consistency platform folder for the plugin's platform, and whether it is NPU."""
     return SGLANG_PLATFORMS.get(hardware or "", "h100"), hardware == "npu"
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from .._util.findings import Finding, schema_problems
 from .._util.jsonfile import STRICT, read_json_object, validate
 from ..errors import DiffperfError
-from ..platforms import DEFAULT_GPU, locate, threshold_file_stems
+from ..platforms import DEFAULT_GPU, Platform, locate, threshold_file_stems
 
 SINGLE_FILE = "consistency_threshold.json"
 PLATFORM_DIR = "consistency_thresholds"
@@ -147,7 +147,7 @@ class ThresholdSet:
         )
 
 
-def threshold_files(path: str | Path, hardware: str | None = None) -> list[Path]:
+def threshold_files(path: str | Path, hardware: Platform | None = None) -> list[Path]:
     """The files ``load_thresholds`` merges, base file first."""
     found = locate(path, hardware, single=SINGLE_FILE, folder=PLATFORM_DIR, stems=threshold_file_stems)
     if found.folder is None:
@@ -163,7 +163,7 @@ def threshold_files(path: str | Path, hardware: str | None = None) -> list[Path]
     return list(dict.fromkeys(files))
 
 
-def load_thresholds(path: str | Path, hardware: str | None = None) -> ThresholdSet:
+def load_thresholds(path: str | Path, hardware: Platform | None = None) -> ThresholdSet:
     """Load a threshold file or ``consistency_thresholds/`` folder (``hardware`` picks the platform)."""
     files = threshold_files(path, hardware)
     raw = {f: read_json_object(f) for f in files}

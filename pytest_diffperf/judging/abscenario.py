@@ -30,7 +30,6 @@ from ..results.model import (
     ScenarioResult,
     StageShareRecord,
 )
-from ..results.rows import ServerRecord
 from ..results.tables import format_failures
 from ..serving.abservers import ABServers, PairRun, PairWork
 from ..serving.client import Output
@@ -276,7 +275,7 @@ def ab_record(
         stop=ab.stop,
         metrics=metrics,
         attribution=attribution_record(ab.attribution) if ab.attribution is not None else None,
-        servers=[ServerRecord.model_validate(info) for run in runs for info in run.servers],
+        servers=[server for run in runs for server in run.servers],
         shared_with=list(shared),
         busy_pairs=ab.busy_pairs,
     )

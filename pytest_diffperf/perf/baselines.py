@@ -22,8 +22,8 @@ from ..platforms import (
     FRAGMENT_PLATFORMS,
     FRAGMENTS,
     PLATFORMS,
+    Platform,
     baseline_file_stem,
-    canonical_platform,
     fragment_platform,
     locate,
 )
@@ -60,16 +60,15 @@ class BaselineSet:
     raw: dict[Path, dict[str, Any]] = field(repr=False)
     flat_tolerances: bool = False  # a legacy flat tolerances dict: serves every profile name
     runner_prefix: str | None = None  # the runner_overrides prefix that was applied
-    fragments: dict[Path, str] = field(default_factory=dict)  # each NPU/MUSA fragment file -> its platform
+    fragments: dict[Path, Platform] = field(default_factory=dict)  # each NPU/MUSA fragment file -> its platform
 
-    def fragment_of(self, scenario_id: str) -> str | None:
+    def fragment_of(self, scenario_id: str) -> Platform | None:
         """The NPU/MUSA platform whose fragment defines the scenario (None: the platform or single file)."""
         return self.fragments.get(self.source[scenario_id])
 
-    def platform_file(self, hardware: str | None) -> Path:
+    def platform_file(self, hardware: Platform | None) -> Path:
         """The file that holds a platform's own scenarios: its NPU/MUSA fragment, else the platform file."""
-        platform = canonical_platform(hardware) if hardware else None
-        return fragment_path(self.primary, platform) if platform in FRAGMENT_PLATFORMS else self.primary
+        return fragment_path(self.primary, hardware) if hardware in FRAGMENT_PLATFORMS else self.primary
 
     def profile(self, name: str, env: Mapping[str, str] = os.environ) -> Tolerances:
         """The named tolerance profile with SGLang's environment overrides applied."""
@@ -112,7 +111,7 @@ def env_overrides(env: Mapping[str, str]) -> dict[str, float]:
 # --- locating and loading -----------------------------------------------------------------------
 
 
-def baseline_files(path: str | Path, hardware: str | None = None) -> list[Path]:
+def baseline_files(path: str | Path, hardware: Platform | None = None) -> list[Path]:
     """The files ``load_baselines`` reads: the platform or single file first, then fragments."""
     found = locate(path, hardware, single=SINGLE_FILE, folder=PLATFORM_DIR, stems=lambda hw: (baseline_file_stem(hw),))
     if found.file is None:
@@ -129,7 +128,7 @@ def baseline_files(path: str | Path, hardware: str | None = None) -> list[Path]:
     return [path] + [f for f in fragments if f.is_file() and f.resolve() != path.resolve()]
 
 
-def fragment_path(primary: Path, platform: str) -> Path:
+def fragment_path(primary: Path, platform: Platform) -> Path:
     """The NPU or MUSA fragment merged into the platform (or single) file ``primary`` (written as ``primary`` is,
     or absolute where its folder has no name to go up from: ``h100.json``, ``../h100.json``)."""
     folder = primary.parent
@@ -139,7 +138,9 @@ def fragment_path(primary: Path, platform: str) -> Path:
     return base / FRAGMENTS[FRAGMENT_PLATFORMS.index(platform)]
 
 
-def load_baselines(path: str | Path, hardware: str | None = None, *, runner_name: str | None = None) -> BaselineSet:
+def load_baselines(
+    path: str | Path, hardware: Platform | None = None, *, runner_name: str | None = None
+) -> BaselineSet:
     """Load a baseline file or ``perf_baselines/`` folder (``hardware`` picks the platform file).
 
     ``runner_name`` (default: env ``RUNNER_NAME``) selects the first matching ``runner_overrides``
@@ -192,15 +193,14 @@ def runner_overrides(doc: dict[str, Any], runner_name: str) -> tuple[str | None,
     return None, {}
 
 
-def judged_on(fragment: str | None, hardware: str | None) -> bool:
+def judged_on(fragment: Platform | None, hardware: Platform | None) -> bool:
     """Whether a scenario is judged on ``hardware``: an NPU/MUSA fragment's (``fragment``: its platform) on that
     platform only, and only they there; the platform (or single) file's everywhere else."""
-    platform = canonical_platform(hardware) if hardware else None
-    return fragment == (platform if platform in FRAGMENT_PLATFORMS else None)
+    return fragment == (hardware if hardware in FRAGMENT_PLATFORMS else None)
 
 
 def select_scenarios(
-    baselines: BaselineSet, cases: Mapping[str, Case], hardware: str | None, skipped: Sequence[str] = ()
+    baselines: BaselineSet, cases: Mapping[str, Case], hardware: Platform | None, skipped: Sequence[str] = ()
 ) -> list[str]:
     """Baseline scenarios judged on this hardware in file order, then cases that have no baseline yet, then the
     ``skipped`` ids (cases collected only to be skipped, such as SGLang's not expressible ones) that have none."""

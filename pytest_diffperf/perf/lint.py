@@ -14,6 +14,7 @@ from typing import Any
 
 from .._util.findings import Finding, Severity, read_for_lint
 from .._util.jsonfile import json_path
+from ..platforms import Platform
 from ..protocol import DENOISING_STAGE, PER_FRAME_STAGE
 from .baselines import BaselineSet, baseline_files, load_baselines, select_scenarios
 from .schema import ScenarioBaseline, baseline_problems, is_flat, scenario_problems
@@ -33,7 +34,7 @@ TOP_LEVEL_KEYS = {
 
 
 def lint_baselines(
-    target: BaselineSet | str | Path, hardware: str | None = None, *, selected: Collection[str] | None = None
+    target: BaselineSet | str | Path, hardware: Platform | None = None, *, selected: Collection[str] | None = None
 ) -> list[Finding]:
     """Lint a loaded set (as the plugin does at collection time) or the files a path resolves to.
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..cases import Case, CaseFile, load_case_file
 from ..errors import DiffperfError
+from ..platforms import Platform
 from ..sglang.source import is_sglang_source
 from .baselines import BaselineSet, load_baselines, select_scenarios
 
@@ -36,7 +37,7 @@ class ScenarioSet:
 
     baselines: BaselineSet
     case_file: CaseFile
-    hardware: str | None
+    hardware: Platform | None
 
     @cached_property
     def cases(self) -> dict[str, Case]:
@@ -76,7 +77,7 @@ class ScenarioSet:
 
 def read_case_lists(
     cases: Path | str | None,
-    hardware: str | None,
+    hardware: Platform | None,
     suites: str | None = None,
     flags: Flags = Flags(),
     *,
@@ -107,7 +108,7 @@ def read_case_lists(
 
 def load_scenario_set(
     baselines: Path | str,
-    hardware: str | None,
+    hardware: Platform | None,
     cases: Path | str | None = None,
     suites: str | None = None,
     flags: Flags = Flags(),

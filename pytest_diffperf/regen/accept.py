@@ -22,10 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._util.jsonfile import describe_type
 from .._util.names import name_problem
+from .._util.values import BadValue
 from ..errors import DiffperfError
 from ..judging.interference import measured_busy
 from ..perf.baselines import LEGACY_PROFILE, BaselineSet
+from ..platforms import Platform, platform_value
 from ..results.entries import measured_entry, rows_of
 from ..results.merge import merge, read_results, results_of
 from ..results.model import ENTRY_VERSION, ScenarioResult
@@ -48,6 +51,7 @@ class Inputs:
     docs: list[tuple[Path, dict[str, Any]]]
     file_of: dict[str, Path]  # scenario -> the results file it came from
     rows: dict[str, list[RequestRow]]
+    hardware: Platform | None  # the platform the runs judged (every input's: merge checks they agree)
 
     @classmethod
     def read(cls, paths: Sequence[Path]) -> Inputs:
@@ -69,7 +73,7 @@ class Inputs:
         for path, doc in docs:
             for scenario, found in rows_of(doc, path).items():
                 rows.setdefault(scenario, []).extend(found)
-        return cls(merged, docs, file_of, rows)
+        return cls(merged, docs, file_of, rows, _hardware(merged, docs[0][0]))
 
     def run_line(self) -> str:
         """The source run as ``regenerated_by`` names it: the files, and when and where it ran."""
@@ -78,6 +82,19 @@ class Inputs:
         facts = [provenance.get("ci_run"), provenance.get("timestamp"), provenance.get("runner")]
         where = "; ".join(f"runner {f}" if f == facts[2] else str(f) for f in facts if f)
         return f"{names} ({where})" if where else names
+
+
+def _hardware(merged: dict[str, Any], path: Path) -> Platform | None:
+    """The results' platform (``--diffperf-hardware``'s, as the run wrote it): DiffperfError naming the file."""
+    text = merged.get("hardware")
+    if text is None:
+        return None
+    try:
+        if not isinstance(text, str):
+            raise BadValue(f"expected a platform name, got {describe_type(text)}")
+        return platform_value(text)
+    except BadValue as exc:
+        raise DiffperfError(str(exc), source=str(path), key="hardware") from None
 
 
 @dataclass
@@ -171,7 +188,7 @@ def regenerator(
 ) -> Regenerator:
     """The regenerator that writes the accepted scenarios, after the platform check of every target file
     against the device each results file was measured on (``guard``) and, unless a dry run, their writability."""
-    hardware = inputs.merged.get("hardware")
+    hardware = inputs.hardware
     warnings = []
     for path, doc in inputs.docs:
         mine = {s["scenario"] for s in doc["scenarios"]} & set(scenario_ids)

@@ -16,13 +16,13 @@ from pathlib import Path
 
 from ..errors import DiffperfError
 from ..perf.baselines import PLATFORM_DIR
-from ..platforms import canonical_platform, fragment_platform
+from ..platforms import Platform, canonical_platform, fragment_platform
 
 FORCE = "--regen-force"
 LARGE_CHANGE = 0.5  # an e2e that moves by more than this is called out before it is written
 
 
-def file_platform(path: Path, hardware: str | None) -> str | None:
+def file_platform(path: Path, hardware: Platform | None) -> Platform | None:
     """The platform whose figures ``path`` holds (None when neither its place nor the run says)."""
     fragment = fragment_platform(path)
     if fragment is not None:
@@ -32,12 +32,12 @@ def file_platform(path: Path, hardware: str | None) -> str | None:
             return canonical_platform(path.stem)
         except DiffperfError:
             pass
-    return canonical_platform(hardware) if hardware else None
+    return hardware
 
 
 def check_platforms(
     targets: Iterable[Path],
-    hardware: str | None,
+    hardware: Platform | None,
     device: str,
     measured: str | None,
     force: bool,

@@ -23,6 +23,7 @@ from ..judging.verdict import ScenarioFailure
 from ..perf.baselines import BaselineSet
 from ..perf.entry import entry_from_measurement
 from ..perf.measurement import Measurement
+from ..platforms import Platform
 from ..results.model import ScenarioResult
 from .busy import BUSY_KEY, QUIET, busy_note
 from .guard import check_platforms
@@ -35,7 +36,7 @@ from .writer import check_writable, regenerate, run_metadata, target_file
 class Regenerator:
     settings: RegenSettings
     baselines: BaselineSet
-    hardware: str | None
+    hardware: Platform | None
     metadata: dict[str, str]
     announce: Callable[[str], None] = lambda _line: None  # each decision, before it is written (live)
     warnings: tuple[str, ...] = ()  # the --regen-force overrides of the platform check
@@ -47,7 +48,7 @@ class Regenerator:
         cls,
         settings: RegenSettings,
         baselines: BaselineSet,
-        hardware: str | None,
+        hardware: Platform | None,
         cases: Mapping[str, Case],
         scenario_ids: Sequence[str],
         cases_path: Path | None,

@@ -23,6 +23,7 @@ from ..consistency.manifest import GT_SUFFIXES, MANIFEST, Manifest
 from ..consistency.thresholds import ThresholdFile, ThresholdSet
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet, check_baseline_doc, select_scenarios
+from ..platforms import Platform
 from .jsonedit import remove_member
 
 Kind = Literal["scenario", "thresholds", "ground truth"]
@@ -54,7 +55,7 @@ def unused_entries(
     known: Iterable[str] = (),
     *,
     baselines: BaselineSet | None = None,
-    hardware: str | None = None,
+    hardware: Platform | None = None,
     thresholds: ThresholdSet | None = None,
     gt_dir: Path | None = None,
 ) -> list[Unused]:

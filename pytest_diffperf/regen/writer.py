@@ -21,17 +21,16 @@ from .._util.jsonfile import json_object, json_path, parse_json_text
 from .._util.names import name_problem
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet, check_baseline_doc, fragment_path
-from ..platforms import FRAGMENT_PLATFORMS, canonical_platform
+from ..platforms import FRAGMENT_PLATFORMS, Platform
 from .jsonedit import set_member
 from .policy import Decision, RegenSettings, decide
 
 
-def target_file(baselines: BaselineSet, hardware: str | None, scenario_id: str) -> Path:
+def target_file(baselines: BaselineSet, hardware: Platform | None, scenario_id: str) -> Path:
     """The file a scenario came from; for a new one, the file the hardware reads (NPU/MUSA: their fragment)."""
     if scenario_id in baselines.source:
         return baselines.source[scenario_id]
-    platform = canonical_platform(hardware) if hardware else None
-    return fragment_path(baselines.primary, platform) if platform in FRAGMENT_PLATFORMS else baselines.primary
+    return fragment_path(baselines.primary, hardware) if hardware in FRAGMENT_PLATFORMS else baselines.primary
 
 
 def check_writable(path: Path) -> None:
@@ -51,7 +50,7 @@ def check_writable(path: Path) -> None:
 
 def run_metadata(
     policy: str,
-    hardware: str | None,
+    hardware: Platform | None,
     repo: Path,
     today: datetime.date | None = None,
     *,
@@ -69,7 +68,7 @@ def run_metadata(
     baseline folder's HEAD). ``device`` and ``runner`` (where the figures were measured) are recorded as
     ``measured_device`` and ``measured_runner``: a run on another machine says so in its header."""
     date = (today or datetime.datetime.now(datetime.timezone.utc).date()).isoformat()
-    platform = canonical_platform(hardware) if hardware else "unspecified hardware"
+    platform = hardware or "unspecified hardware"
     commit = commit or head_commit(repo)
     at = f", commit {commit}" if commit else ""
     on = f", measured on {measured_on}" if measured_on else ""

@@ -14,6 +14,7 @@ from typing import Any, get_args
 
 from .._util.jsonfile import describe_type, read_json_object, validate
 from ..errors import DiffperfError
+from ..serving.record import ServerRecord
 from .model import (
     CONSISTENCY_STATUSES,
     OLD_STATUSES,
@@ -26,7 +27,7 @@ from .model import (
     fails_run,
 )
 from .provenance import Provenance
-from .rows import RequestRow, ServerRecord
+from .rows import RequestRow
 
 MUST_AGREE = ("profile", "preset", "hardware", "launcher", "inconclusive")
 

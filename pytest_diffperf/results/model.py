@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..consistency.result import Status as ConsistencyStatus
 from ..perf.limits import CheckKind, CheckVerdict
+from ..serving.record import ServerRecord
 from ..verdicts.vocab import StaticVerdict, StopReason, Verdict
-from .rows import RequestRow, ServerRecord
+from .rows import RequestRow
 
 # 2: "case" became "scenario"; every scenario carries its outcome.
 # 3: what a baseline entry is built from (``diffperf accept``): each request row's own server load, and each

@@ -1,27 +1,24 @@
-"""The results file's request rows and server records: one strict, finite model of each.
+"""The results file's request rows: one strict, finite model (its server records': ``serving.record``).
 
 Every command that reads a results file (``merge``, ``accept``, ``trend``, ``--diffperf-compare-to``,
 ``bisect``) reads its rows and servers through these models (``merge.read_results``): an unknown key, a
 string or boolean where a number belongs, a NaN, an infinity, a negative time or a figure over the baseline
 files' cap is one error naming the file and the key, never a figure carried into a baseline or a chart.
-The run builds its rows and records as these models where it measures them (``judging.verdict.request_rows``,
-the judged result's server), so what it writes is what a reader accepts.
+The run builds its rows and records as these models where it measures them (``judging.verdict.request_rows``;
+a server's record where it starts, ``serving.record``), so what it writes is what a reader accepts.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, StringConstraints, model_serializer
+from pydantic import BaseModel, Field, StringConstraints
 
+from .._util.records import EXACT, Count, Record
 from ..perf.schema import MAX_VALUE
 from ..verdicts.vocab import Side
 
-# Unknown keys refused, types exact (no "2532.2" or true read as a number), numbers finite.
-EXACT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-
 Figure = Annotated[float, Field(ge=0, le=MAX_VALUE)]  # ms or MiB, as a baseline file may hold it
-Count = Annotated[int, Field(ge=0)]
 StepKey = Annotated[str, StringConstraints(pattern=r"^\d+$")]
 
 
@@ -35,17 +32,6 @@ class MemoryFigures(BaseModel):
     peak_allocated_mb: Figure = 0.0
     peak_reserved_mb: Figure = 0.0
     peak_host_anon_mb: Figure = 0.0
-
-
-class Record(BaseModel):
-    """A strict record that writes the keys it was made or read with (a static run's row names no side)."""
-
-    model_config = EXACT
-
-    @model_serializer(mode="wrap")
-    def _as_made(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        dumped: dict[str, Any] = handler(self)
-        return {k: v for k, v in dumped.items() if k in self.model_fields_set}
 
 
 class RequestRow(Record):
@@ -67,20 +53,3 @@ class RequestRow(Record):
     sampled_steps_ms: dict[StepKey, Figure] = Field(default_factory=dict)
     steps_ms: list[Figure] = Field(default_factory=list)
     memory_mb: dict[str, MemoryFigures] = Field(default_factory=dict)
-
-
-class ServerRecord(Record):
-    """A server the run started (``ServerProcess.info``; an A/B run's name their side and process pair)."""
-
-    side: Side | None = None
-    process_pair: Count | None = None
-    ready_s: Figure | None = None
-    pid: Annotated[int, Field(ge=1)] | None
-    port: Annotated[int, Field(ge=1, le=65535)]
-    load_ms: Figure | None = None
-    log: str
-    devices: dict[str, str] = Field(default_factory=dict)
-    command: str = ""
-    ended: str | None = None
-    ready: bool | None = None  # whether it got ready (the top-level list: failed starts too)
-    error: str | None = None  # why a start failed

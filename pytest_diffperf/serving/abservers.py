@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..cases import Case
 from ..errors import DiffperfError
@@ -30,6 +30,7 @@ from .launchers import Launcher, ServerSpec
 from .measure import Sample, measure_request, warm_up
 from .pool import ServerPool
 from .process import ServerProcess
+from .record import ServerRecord
 from .sidespec import SideSpec
 
 ServerMode = Literal["together", "one-at-a-time"]
@@ -111,7 +112,7 @@ class PairRun:
     index: int
     samples: Mapping[Side, Sequence[Sample]]
     load_ms: Mapping[Side, float | None]
-    servers: Sequence[Mapping[str, Any]]  # each server's info, with its side, process pair and ready time
+    servers: Sequence[ServerRecord]  # each server's record, with its side, process pair and ready time
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,6 @@ class ABServers:
     spec: ServerSpec  # the group's server, before either side's changes
     mode: ServerMode = "together"
     progress: Callable[[str], None] = lambda _msg: None
-    started: list[Mapping[str, Any]] = field(default_factory=list)
     _spawned: set[int] = field(default_factory=set)
 
     @property
@@ -162,7 +162,7 @@ class ABServers:
         pairs in turn, on the same two servers; then stop it. One run per case, in ``work``'s order."""
         samples: list[dict[Side, list[Sample]]] = [{side: [] for side in SIDES} for _ in work]
         load_ms: dict[Side, float | None] = {}
-        infos: list[Mapping[str, Any]] = []
+        infos: list[ServerRecord] = []
         cases = ", ".join(w.case.id for w in work)
         try:
             if self.mode == "together":
@@ -191,7 +191,7 @@ class ABServers:
         return self.pools[index % self.slots][side]
 
     def _ready(
-        self, side: Side, index: int, load_ms: dict[Side, float | None], infos: list[Mapping[str, Any]]
+        self, side: Side, index: int, load_ms: dict[Side, float | None], infos: list[ServerRecord]
     ) -> ServerProcess:
         """The side's server of pair ``index``: the start :meth:`spawn` began, waited for; else started now."""
         pool = self._pool(index, side)
@@ -200,9 +200,7 @@ class ABServers:
             pool.release()  # one at a time: a fresh server per side
             pool.label = f"{side} server of process pair {index + 1}"
         server = pool.get(spec)
-        info = {"side": side, "process_pair": index, "ready_s": server.ready_s, **server.info()}
-        infos.append(info)
-        self.started.append(info)
+        infos.append(server.record((side, index)))
         load_ms[side] = server.load_ms
         return server
 

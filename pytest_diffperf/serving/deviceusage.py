@@ -10,7 +10,6 @@ return goes through :func:`nvml_state` and :func:`parse_npu_smi`, which are test
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
 import subprocess
@@ -18,8 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import DiffperfError
-from ..platforms import canonical_platform
+from ..platforms import Platform
 
 MIB = 1024 * 1024
 NPU_SMI_TIMEOUT_S = 20.0
@@ -189,12 +187,9 @@ class NpuSmiProbe:
         return [s for s in parse_npu_smi(out) if s.device in wanted]
 
 
-def probe_for(platform: str | None) -> DeviceProbe | None:
+def probe_for(platform: Platform | None) -> DeviceProbe | None:
     """The probe for the run's platform: ``npu-smi`` on Ascend, NVML elsewhere; None when the tool is absent."""
-    canonical = None
-    with contextlib.suppress(DiffperfError):
-        canonical = canonical_platform(platform) if platform else None
-    if canonical == "npu":
+    if platform == "npu":
         program = shutil.which("npu-smi")
         return NpuSmiProbe(program) if program else None
     return NvmlProbe.create()

@@ -20,6 +20,7 @@ from .process import (
     server_ports,
     short_command,
 )
+from .record import ServerRecord
 
 PORT_RETRIES = 2  # starts again on other ports after a port was taken between the probe and the server's bind
 
@@ -39,10 +40,13 @@ class ServerStart:
     ended: str | None = None  # how it ended (``ServerProcess.ended``); None: still running
     devices: dict[str, str] = field(default_factory=dict)  # the devices it was given (its visible-devices variable)
 
-    def info(self) -> dict[str, object]:
-        """The results file's form of a server start (``ServerProcess.info``'s fields, and why a failed start failed)."""
-        return {"pid": self.pid, "port": self.port, "load_ms": self.load_ms, "log": self.log, "devices": self.devices,
-                "command": self.command, "ended": self.ended, "ready": self.ready, "error": self.error}  # fmt: skip
+    def record(self) -> ServerRecord:
+        """The results file's record of a server start (``ServerProcess.record``'s fields, whether it got ready and
+        why a failed start failed)."""
+        return ServerRecord(
+            pid=self.pid, port=self.port, load_ms=self.load_ms, log=self.log, devices=self.devices,
+            command=self.command, ended=self.ended, ready=self.ready, error=self.error,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -214,12 +218,12 @@ class ServerPool:
             if launch.pid is not None and launch.pid == server.pid:
                 launch.ended = server.ended
 
-    def started_since(self, first: int) -> list[dict[str, object]]:
+    def started_since(self, first: int) -> list[ServerRecord]:
         """The starts from the ``first``-th on, as the results file lists them (a running server's end as it is now:
         one that died mid-request says how)."""
         if self._current:
             self._update(self._current[1])
-        return [launch.info() for launch in self.launches[first:]]
+        return [launch.record() for launch in self.launches[first:]]
 
     def last_start(self, spec: ServerSpec) -> ServerStart | None:
         """The latest start of ``spec``'s server (None: never started)."""

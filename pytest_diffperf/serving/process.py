@@ -25,7 +25,9 @@ from .._util.lifecycle import exit_text
 from .._util.ports import server_port_range
 from ..errors import DiffperfFailure
 from ..platforms import DEVICE_ENV_VARS
+from ..verdicts.vocab import Side
 from . import watchdog
+from .record import ServerRecord
 
 FATAL_PATTERNS = (
     "Fatal Python error:",
@@ -358,17 +360,14 @@ class ServerProcess:
             self._proc.stdout.close()  # not while the tee reads: closing a reader another thread reads would block
         return left
 
-    def info(self) -> dict[str, object]:
+    def record(self, pair: tuple[Side, int] | None = None) -> ServerRecord:
+        """The results file's record of this server (an A/B ``pair``'s: its side, process pair and ready time)."""
+        paired = {"side": pair[0], "process_pair": pair[1], "ready_s": self.ready_s} if pair else {}
         devices = {k: v for k, v in self.env.items() if k in DEVICE_ENV_VARS}
-        return {
-            "pid": self.pid,
-            "port": self.port,
-            "load_ms": self.load_ms,
-            "log": str(self.log_path),
-            "devices": devices,
-            "command": " ".join(self.command),
-            "ended": self.ended,
-        }
+        return ServerRecord.model_validate({
+            **paired, "pid": self.pid, "port": self.port, "load_ms": self.load_ms, "log": str(self.log_path),
+            "devices": devices, "command": " ".join(self.command), "ended": self.ended,
+        })  # fmt: skip
 
     @property
     def pid(self) -> int | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DiffperfError
+from ..platforms import Platform
 from . import caselist, release, task_types
 from .convert import Converted, convert, unreadable
 from .semantics import Semantics
@@ -23,7 +24,7 @@ def semantics_for(lists: caselist.CaseLists, override: str | None = None) -> Sem
 
 def case_file_data(
     given: Path | str,
-    hardware: str | None = None,
+    hardware: Platform | None = None,
     suites: Sequence[str] | None = None,
     *,
     table: task_types.TaskTypeTable | None = None,

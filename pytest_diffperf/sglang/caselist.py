@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import DiffperfError
-from ..platforms import DEFAULT_GPU, canonical_platform, device_kind
+from ..platforms import DEFAULT_GPU, Platform, canonical_platform, device_kind
 from . import guard, inference, release, standins, suites, task_types
 from .source import Source
 
@@ -80,7 +80,7 @@ class CaseLists:
     """What a load gave: every suite of the platform (name -> cases), how it was loaded, from where."""
 
     source: Source
-    hardware: str
+    hardware: Platform
     suites: dict[str, list[Any]]
     mode: str  # "import" (the installed sglang) or "stand-ins"
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -136,14 +136,16 @@ class CaseLists:
         return list(chosen.values())
 
 
-def load(source: Source, hardware: str | None = None, *, table: task_types.TaskTypeTable | None = None) -> CaseLists:
+def load(
+    source: Source, hardware: Platform | None = None, *, table: task_types.TaskTypeTable | None = None
+) -> CaseLists:
     """Run SGLang's case files from ``source`` as on ``hardware`` (default h100, as SGLang's CI); every suite.
 
     A model the task-type table lacks gets the type the installed sglang's registry gives, else the one its
     cases' own fields say (``inference``); the cases of a model nothing decides are ``undecided``, while every
     other case loads.
     """
-    hardware = canonical_platform(hardware) if hardware else DEFAULT_GPU
+    hardware = hardware or DEFAULT_GPU
     table = table or task_types.load_table()
     limit_s = guard.timeout_s()  # a bad $DIFFPERF_SGLANG_LOAD_TIMEOUT is an error even when the lists are cached
     notes: list[str] = []
@@ -182,17 +184,16 @@ def _by_id(suites: Mapping[str, list[Any]]) -> dict[str, Any]:
     return {case.id: case for cases in suites.values() for case in cases}
 
 
-def from_modules(source: Source, hardware: str, loaded: Mapping[str, ModuleType], like: CaseLists) -> CaseLists:
+def from_modules(source: Source, hardware: Platform, loaded: Mapping[str, ModuleType], like: CaseLists) -> CaseLists:
     """The lists of modules ``load_with_standins`` ran (for instance with SGLang's harness besides), with what
     ``like`` (the same lists loaded by ``load``) inferred and could not."""
-    hardware = canonical_platform(hardware)
     modules = {kind: loaded[_case_module(source, kind)[0]] for kind in _kinds(hardware)}
     return CaseLists(
         source, hardware, _suites(source, modules), "stand-ins", like.notes, like.inferred, like.undecided, like.table
     )
 
 
-def _kinds(hardware: str) -> list[str]:
+def _kinds(hardware: Platform) -> list[str]:
     kind = device_kind(hardware)
     return [kind] if kind in ("npu", "musa") else ["gpu"]
 
@@ -202,7 +203,7 @@ def _case_module(source: Source, kind: str) -> tuple[str, Path]:
     return TESTCASE_CONFIGS if kind == "gpu" and not source.has_gpu_cases else CASE_MODULES[kind]
 
 
-def _real_import(source: Source, hardware: str, notes: list[str]) -> dict[str, ModuleType] | None:
+def _real_import(source: Source, hardware: Platform, notes: list[str]) -> dict[str, ModuleType] | None:
     """The installed sglang's case modules, imported for real; None (and a note) when sglang cannot import them."""
     before = {n for n in sys.modules if n == "sglang" or n.startswith("sglang.")}
     try:
@@ -233,7 +234,7 @@ _LOADED: dict[tuple[object, ...], _Loaded] = {}
 
 def _with_standins(
     source: Source,
-    hardware: str,
+    hardware: Platform,
     table: task_types.TaskTypeTable,
     notes: list[str],
     assumed: standins.Assumption,
@@ -272,7 +273,7 @@ def _stamps(paths: Mapping[Path, object]) -> dict[Path, tuple[int, int] | None]:
 
 def load_with_standins(
     source: Source,
-    hardware: str,
+    hardware: Platform,
     *,
     table: task_types.TaskTypeTable | None = None,
     extra: Mapping[str, ModuleType] | None = None,
@@ -348,7 +349,7 @@ def _load_failure(exc: BaseException, shown: Path, source: Source) -> DiffperfEr
     )
 
 
-def _testcase_configs_path(server_dir: Path, hardware: str, tmp: Path, notes: list[str]) -> Path:
+def _testcase_configs_path(server_dir: Path, hardware: Platform, tmp: Path, notes: list[str]) -> Path:
     """testcase_configs.py itself, or a copy next to placeholders for the baseline files it reads but the tree lacks."""
     override = os.environ.get("SGLANG_DIFFUSION_PERF_BASELINE_PLATFORM")
     platform = canonical_platform(override) if override else baseline_platform(hardware)
@@ -380,10 +381,9 @@ def _testcase_configs_path(server_dir: Path, hardware: str, tmp: Path, notes: li
     return copy
 
 
-def baseline_platform(hardware: str) -> str:
+def baseline_platform(hardware: Platform) -> Platform:
     """The perf-baseline platform SGLang's get_perf_baseline_platform() picks on ``hardware``."""
-    canonical = canonical_platform(hardware)
-    return canonical if canonical in PERF_BASELINE_FILES else DEFAULT_GPU
+    return hardware if hardware in PERF_BASELINE_FILES else DEFAULT_GPU
 
 
 def _suites(source: Source, modules: Mapping[str, ModuleType]) -> dict[str, list[Any]]:

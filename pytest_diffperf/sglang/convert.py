@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..platforms import device_kind
+from ..platforms import Platform, device_kind
 from .semantics import LATEST, Semantics
 
 # The generation function get_generate_fn picks (test_server_utils.py), and the plugin task of each.
@@ -192,7 +192,7 @@ def request_kind(modality: str | None, sp: Any) -> RequestKind:
 
 
 def convert(
-    sglang_case: Any, suites: Sequence[str] = (), semantics: Semantics = LATEST, hardware: str = "h100"
+    sglang_case: Any, suites: Sequence[str] = (), semantics: Semantics = LATEST, hardware: Platform = "h100"
 ) -> Converted:
     """The plugin case for SGLang's ``DiffusionTestCase`` (read after its ``__post_init__``, fields by presence),
     sent, started and judged as ``semantics``' release does on ``hardware``."""

@@ -32,6 +32,7 @@ from typing import Any
 import psutil
 
 from ..errors import DiffperfError
+from ..platforms import Platform
 from . import caselist, guard, standins, task_types
 from .source import SERVER_DIR, Source
 
@@ -133,7 +134,7 @@ class Harness:
 
 def load(
     source: Source,
-    hardware: str = "h100",
+    hardware: Platform = "h100",
     *,
     table: task_types.TaskTypeTable | None = None,
     extra: Mapping[str, ModuleType] | None = None,

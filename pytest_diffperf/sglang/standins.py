@@ -32,7 +32,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from ..errors import DiffperfError
-from ..platforms import CUDA_ARCH_FLAGS, DeviceKind, canonical_platform, device_kind
+from ..platforms import CUDA_ARCH_FLAGS, DeviceKind, Platform, device_kind
 from . import task_types
 
 MG = "sglang.multimodal_gen"
@@ -79,9 +79,8 @@ class PlatformStandIn:
     arch: frozenset[str] = frozenset()
 
     @classmethod
-    def for_hardware(cls, hardware: str) -> PlatformStandIn:
-        canonical = canonical_platform(hardware)
-        return cls(device_kind(canonical), CUDA_ARCH_FLAGS.get(canonical, frozenset()))
+    def for_hardware(cls, hardware: Platform) -> PlatformStandIn:
+        return cls(device_kind(hardware), CUDA_ARCH_FLAGS.get(hardware, frozenset()))
 
     def is_cuda(self) -> bool:
         return self.kind == "cuda"
@@ -125,7 +124,7 @@ def package_dir(root: Path) -> Path:
 
 def standin_modules(
     root: Path,
-    hardware: str,
+    hardware: Platform,
     *,
     table: task_types.TaskTypeTable | None = None,
     extra: Mapping[str, ModuleType] | None = None,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DiffperfError
-from ..platforms import canonical_platform
+from ..platforms import Platform, canonical_platform
 
 RUN_SUITE = "run_suite.py"
 # Test files of a platform folder that no runner lists (0.5.12's ascend/): test_server_1_npu.py -> suite 1-npu,
@@ -57,7 +57,7 @@ def platforms_of(name: str) -> SuitePlatforms:
     return SuitePlatforms((platform, *(p for p, same in AS_PLATFORM.items() if same == platform)), nightly)
 
 
-def default_suites(hardware: str, names: list[str]) -> list[str]:
+def default_suites(hardware: Platform, names: list[str]) -> list[str]:
     """Of ``names`` (a release's suites), those SGLang's CI runs on ``hardware`` by default."""
     found = [(n, platforms_of(n)) for n in names]
     return [n for n, where in found if hardware in where.platforms and not where.nightly]

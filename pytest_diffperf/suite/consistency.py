@@ -17,6 +17,7 @@ from ..consistency.config import ConsistencyConfig, config_from_env, validate_co
 from ..consistency.gtsource import GTSpec, is_data_repo_layout, parse_gt_source
 from ..consistency.result import ConsistencyFailure
 from ..consistency.thresholds import BUILTIN_DEFAULTS, ThresholdSet, load_thresholds
+from ..platforms import Platform
 from ..serving.client import Output
 from .options import Settings
 
@@ -55,7 +56,7 @@ def consistency_config(
 
 
 def _opened(
-    spec: GTSpec, settings: Settings, hardware: str | None, env: Mapping[str, str]
+    spec: GTSpec, settings: Settings, hardware: Platform | None, env: Mapping[str, str]
 ) -> tuple[Path, SGLangGT | None]:
     """The GT root, and SGLang's lookup where it applies (the remote source's modules load only then)."""
     if spec.folder is not None and not is_data_repo_layout(spec.folder):

@@ -28,7 +28,6 @@ from ..judging.verdict import (
     request_rows,
 )
 from ..results.model import MeasurementRecord, ScenarioResult, fails_run
-from ..results.rows import ServerRecord
 from ..serving.client import Output
 from ..serving.interference import Meter
 from ..serving.measure import measure
@@ -106,7 +105,7 @@ class ScenarioItem(pytest.Item):
             except DiffperfFailure:
                 start = pool.last_start(self.spec)
                 if start is not None:
-                    self.user_properties.append((SERVER_PROPERTY, json.dumps(start.info())))
+                    self.user_properties.append((SERVER_PROPERTY, start.record().model_dump_json()))
                 raise
             finally:
                 self._record_starts()
@@ -117,7 +116,7 @@ class ScenarioItem(pytest.Item):
         if self._first_start is None:
             return
         starts = _session(self.config).pool.started_since(self._first_start)
-        self.user_properties.append((SERVERS_PROPERTY, json.dumps(starts)))
+        self.user_properties.append((SERVERS_PROPERTY, json.dumps([s.model_dump() for s in starts])))
 
     def _compares(self) -> bool:
         return _session(self.config).consistency is not None and bool(self.case and self.case.run_consistency_check)
@@ -154,7 +153,7 @@ class ScenarioItem(pytest.Item):
             result = self._perf(session, first, time.monotonic() - started)
         except DiffperfFailure:
             if self.server is not None:  # the server that failed: for the results file
-                self.user_properties.append((SERVER_PROPERTY, json.dumps(self.server.info())))
+                self.user_properties.append((SERVER_PROPERTY, self.server.record().model_dump_json()))
             raise
         finally:
             self._record_starts()
@@ -207,7 +206,7 @@ class ScenarioItem(pytest.Item):
             num_frames=self.case.num_frames, is_video=self.case.is_video, wall_s=round(measure_s, 3),
             start_share_s=round(start_share, 3),
         )  # fmt: skip
-        result.server = ServerRecord.model_validate(self.server.info())
+        result.server = self.server.record()
         policy = session.interference.policy
         result.interference = interference_record([a.window for a in attempts], policy, effect, waited)
         return result

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from .._util.atomicfile import write_atomic
 from .._util.ci import append_step_summary
@@ -26,6 +27,7 @@ from ..results.nextsteps import RunContext, details, wrapped
 from ..results.provenance import Provenance, collect, machine_note
 from ..results.stepsummary import markdown, totals
 from ..results.tables import REASON_WIDTH, ordered, summary_table, unreported_line
+from ..serving.record import ServerRecord
 from .logdir import describe
 from .options import detached_paths_note
 from .regen import get_regen
@@ -40,6 +42,7 @@ RESULT_PROPERTY = "diffperf_result"
 SCENARIO_PROPERTY = "diffperf_scenario"
 SERVER_PROPERTY = "diffperf_server"  # the server of a scenario that failed without a result (JSON)
 SERVERS_PROPERTY = "diffperf_servers"  # every server a scenario started, failed starts included (JSON list)
+STARTS = TypeAdapter(list[ServerRecord])
 
 
 class ResultsCollector:
@@ -60,7 +63,7 @@ class ResultsCollector:
         self._provenance: Provenance | None = None
         self._config: pytest.Config | None = None
         self._scenarios: dict[str, str] = {}  # node id -> scenario, from the first report that names it
-        self._started: dict[tuple[object, object, object], dict[str, Any]] = {}  # (pid, port, log) -> server start
+        self._started: dict[tuple[int | None, int, str], ServerRecord] = {}  # (pid, port, log) -> server start
 
     # -- gathering -------------------------------------------------------------------------------
     @pytest.hookimpl
@@ -74,8 +77,8 @@ class ResultsCollector:
         if scenario is None:
             return
         self._scenarios[report.nodeid] = str(scenario)
-        for start in json.loads(str(props[SERVERS_PROPERTY])) if SERVERS_PROPERTY in props else ():
-            self._started[start["pid"], start["port"], start["log"]] = start
+        for start in STARTS.validate_json(str(props[SERVERS_PROPERTY])) if SERVERS_PROPERTY in props else ():
+            self._started[start.pid, start.port, start.log] = start
         if RESULT_PROPERTY in props:
             self.results[report.nodeid] = ScenarioResult.model_validate_json(str(props[RESULT_PROPERTY]))
         current = self.results.get(report.nodeid, None)
@@ -83,7 +86,7 @@ class ResultsCollector:
             current is None or not fails_run(current.outcome, self.header.get("inconclusive", "report"))
         ):
             # pytest reports it FAILED or ERROR (a teardown error, an xdist worker that died): so does the file
-            server = json.loads(str(props[SERVER_PROPERTY])) if SERVER_PROPERTY in props else None
+            server = ServerRecord.model_validate_json(str(props[SERVER_PROPERTY])) if SERVER_PROPERTY in props else None
             update = {"verdict": "error", "message": crash_line(report)}
             self.results[report.nodeid] = (
                 current.model_copy(update=update)
@@ -229,18 +232,18 @@ class ResultsCollector:
             ),
             "rows": [row.model_dump() for r in results for row in r.rows],
             "scenarios": [{k: v for k, v in r.document().items() if k != "rows"} for r in results],  # rows: above
-            "servers": self.servers(results),
+            "servers": [server.model_dump() for server in self.servers(results)],
         }
 
-    def servers(self, results: list[ScenarioResult]) -> list[dict[str, Any]]:
+    def servers(self, results: list[ScenarioResult]) -> list[ServerRecord]:
         """Every server the run started, in the order they started (a failed start, a start on other ports after a
         port was taken, a fresh server of a re-measure), then any other a result names (an A/B run's)."""
         started = list(self._started.values())
-        known = {(s["pid"], s["port"]) for s in started}
+        known = {(s.pid, s.port) for s in started}
         named = {(r.server.pid, r.server.port): r.server for r in results if r.server}
         for server in (s for r in results if r.ab for s in r.ab.servers):  # A/B: each side's, from its own pools
             named.setdefault((server.pid, server.port), server)
-        return started + [server.model_dump() for key, server in named.items() if key not in known]
+        return started + [server for key, server in named.items() if key not in known]
 
 
 def crash_line(report: pytest.TestReport) -> str:

@@ -32,6 +32,16 @@ def test_text_output(layout):
     assert ["stage[DecodingStage]", "10.00", "90.0%", "450", "460.00", "ms"] in [line.split() for line in lines]
 
 
+def test_an_alias_of_hardware_is_read_once_as_its_platform(layout):
+    result = show(str(layout / "perf_baselines"), "img_t2i", "--hardware", "Blackwell")
+    assert result.returncode == 0, result.stderr
+    assert f"{layout}/perf_baselines/b200.json" in result.stdout.splitlines()[2]
+    bad = show(str(layout / "perf_baselines"), "img_t2i", "--hardware", "tpu")
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr.startswith("diffperf show: error: hardware: unknown platform 'tpu'; expected one of: h100")
+    assert len(bad.stderr.splitlines()) == 1
+
+
 def test_json_output(layout):
     data = show_json(str(layout / "perf_baselines" / "h100.json"), "--profile", "long_term")
     assert data["profile"] == "long_term" and data["runner_prefix"] is None

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_diffperf import cli
 from pytest_diffperf.commands.verify_sglang_gt import compare_all, summary
+from pytest_diffperf.platforms import Platform
 from pytest_diffperf.sglang import caselist, harness
 from pytest_diffperf.sglang.source import locate
 from tests.support.paths import SGLANG_DATA
@@ -26,7 +27,7 @@ EQUAL = {
 }  # fmt: skip
 
 
-def results(tree, hardware: str) -> dict[str, str]:
+def results(tree, hardware: Platform) -> dict[str, str]:
     source = locate(tree)
     loaded = harness.load(source, hardware)
     lists = caselist.from_modules(source, hardware, loaded.modules, caselist.load(source, hardware))

@@ -18,6 +18,7 @@ from pytest_diffperf.consistency.gtsource import parse_gt_source
 from pytest_diffperf.consistency.result import ConsistencyFailure
 from pytest_diffperf.consistency.sglangrules import read_rules
 from pytest_diffperf.errors import DiffperfError
+from pytest_diffperf.platforms import Platform
 from tests.support.gitrepo import commit, init
 from tests.support.gtserver import GT_PATH, DataRepo, serving
 from tests.support.paths import SGLANG_DATA
@@ -62,7 +63,7 @@ def env_of(repo: DataRepo, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def opened(env: dict[str, str], rev: str = REV, hardware: str = "h100") -> SGLangGT:
+def opened(env: dict[str, str], rev: str = REV, hardware: Platform = "h100") -> SGLangGT:
     _, sglang = open_source(parse_gt_source(f"github:{REPO}@{rev}"), RULES_0523, hardware, env)
     assert sglang is not None
     return sglang

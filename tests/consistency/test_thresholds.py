@@ -29,7 +29,7 @@ def test_h100_alone(layout):
 
 @pytest.mark.parametrize("path", ["consistency_thresholds", "", "consistency_thresholds/b200.json"])
 def test_platform_file_merged_over_h100(layout, path):
-    t = load_thresholds(layout / path, "sm100" if not path.endswith(".json") else None)
+    t = load_thresholds(layout / path, "b200" if not path.endswith(".json") else None)
     assert [p.name for p in t.files] == ["h100.json", "b200.json"]
     # The B200 entry replaces H100's whole entry: clip falls back to the default, not to 0.97.
     assert t.for_case("img_t2i", is_video=False) == Thresholds(clip=0.92, ssim=0.8, psnr=28.0, mad=8.0)
@@ -49,7 +49,7 @@ def test_platform_without_its_own_file_uses_h100(layout, hardware):
 def test_xpu_uses_sglangs_file_name(write):
     write("consistency_thresholds/h100.json", {"cases": {"a": {"clip_threshold": 0.5}}})
     write("consistency_thresholds/intel_xpu_b60.json", {"cases": {"a": {"ssim_threshold": 0.5}}})
-    t = load_thresholds(write("x", "").parent / "consistency_thresholds", "bmg")
+    t = load_thresholds(write("x", "").parent / "consistency_thresholds", "xpu_b60")
     assert t.for_case("a", is_video=False) == Thresholds(clip=0.92, ssim=0.5, psnr=28.0, mad=8.0)
 
 

@@ -11,9 +11,10 @@ from pytest_diffperf.cases import Case
 from pytest_diffperf.judging.verdict import measurement_of, request_rows
 from pytest_diffperf.protocol import MemorySnapshot, PerfRecord, StageRecord
 from pytest_diffperf.results.model import ScenarioResult
-from pytest_diffperf.results.rows import RequestRow, ServerRecord
+from pytest_diffperf.results.rows import RequestRow
 from pytest_diffperf.serving.client import Output
 from pytest_diffperf.serving.measure import Sample
+from pytest_diffperf.serving.record import ServerRecord
 
 CASE = Case.model_validate({"id": "tiny", "model": "tiny/flux-t2i", "task": "text-to-image", "prompt": "a cat"})
 STATIC_KEYS = [

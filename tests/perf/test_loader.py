@@ -37,7 +37,7 @@ def test_platform_aliases(alias, canonical):
 
 def test_npu_and_musa_use_the_default_gpu_file():
     assert baseline_file_stem("npu") == baseline_file_stem("musa") == "h100"
-    assert baseline_file_stem("sm100") == "b200"
+    assert baseline_file_stem("rocm") == "h100" and baseline_file_stem("b200") == "b200"
 
 
 def test_unknown_platform_lists_known_names():
@@ -71,7 +71,7 @@ def test_platform_dir_merges_fragments(layout):
     ("rel", "hardware", "primary"),
     [
         ("perf_baselines", "b200", "perf_baselines/b200.json"),
-        ("", "blackwell", "perf_baselines/b200.json"),  # the folder above perf_baselines/
+        ("", "b200", "perf_baselines/b200.json"),  # the folder above perf_baselines/
         ("perf_baselines/b200.json", None, "perf_baselines/b200.json"),
         ("perf_baselines", "npu", "perf_baselines/h100.json"),
         ("perf_baselines", "musa", "perf_baselines/h100.json"),

@@ -12,6 +12,7 @@ from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.perf.baselines import load_baselines
 from pytest_diffperf.perf.limits import get_preset
 from pytest_diffperf.perf.lint import lint_baselines
+from pytest_diffperf.platforms import canonical_platform
 from tests.support.cli import diffperf
 
 S = "scenarios.img_t2i"
@@ -259,7 +260,7 @@ def test_unreadable_bytes(write, tmp_path):
     ("call", "fragment"),
     [
         (
-            lambda d: load_baselines(d / "perf_baselines", "a100"),
+            lambda d: load_baselines(d / "perf_baselines", canonical_platform("a100")),
             "unknown platform 'a100'; expected one of: h100",
         ),
         (lambda d: load_baselines(d / "perf_baselines"), "needs a hardware platform; files here: b200, h100"),
@@ -274,7 +275,7 @@ def test_unreadable_bytes(write, tmp_path):
             lambda d: load_thresholds(d / "consistency_thresholds"),
             "needs a hardware platform; files here: b200, h100",
         ),
-        (lambda d: load_thresholds(d / "consistency_thresholds", "gfx"), "unknown platform 'gfx'"),
+        (lambda d: load_thresholds(d / "consistency_thresholds", canonical_platform("gfx")), "unknown platform 'gfx'"),
     ],
     ids=[
         "bad-alias",

@@ -14,12 +14,12 @@ from .test_limits import SGLANG, at_baseline, fixture_set, tol  # noqa: F401 (fi
     ("platform", "vram", "host_anon"),
     [
         ("h100", True, True),
-        ("sm100", True, True),
+        ("b200", True, True),
         ("5090", True, True),
         ("rocm", False, False),
         ("npu", False, False),
         ("musa", False, False),
-        ("xpu", False, False),
+        ("xpu_b60", False, False),
         ("cpu", False, True),  # the reference server reports host memory only
     ],
 )

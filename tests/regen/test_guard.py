@@ -18,7 +18,7 @@ from pytest_diffperf.regen.writer import regenerate, run_metadata
 def test_file_platform_from_its_place_else_the_run(tmp_path: Path):
     assert file_platform(tmp_path / "perf_baselines" / "h100.json", None) == "h100"
     assert file_platform(tmp_path / "ascend" / "perf_baselines_npu.json", "h100") == "npu"
-    assert file_platform(tmp_path / "perf_baselines.json", "sm90") == "h100"
+    assert file_platform(tmp_path / "perf_baselines.json", "h100") == "h100"
     assert file_platform(tmp_path / "perf_baselines.json", None) is None
 
 

@@ -12,7 +12,8 @@ import pytest
 from pytest_diffperf.errors import DiffperfError
 from pytest_diffperf.results import history, html
 from pytest_diffperf.results.provenance import Provenance
-from pytest_diffperf.results.rows import RequestRow, ServerRecord
+from pytest_diffperf.results.rows import RequestRow
+from pytest_diffperf.serving.record import ServerRecord
 from tests.support.reports import Links, png_file, results
 
 pytest.importorskip("matplotlib")

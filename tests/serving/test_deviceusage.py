@@ -78,7 +78,7 @@ def test_npu_smi_absent_is_no_probe_and_on_path_is_run(tmp_path, monkeypatch):
         pytest.skip("npu-smi is installed")
     assert probe_for("npu") is None
     _fake_npu_smi(tmp_path, DATA / "npu-smi-910b3.txt")
-    probe = probe_for("ascend")
+    probe = probe_for("npu")
     assert isinstance(probe, NpuSmiProbe)
     assert [s.device for s in probe.states(["2", "5"])] == ["2", "5"]
     assert probe.states(["2"])[0].processes[0].pid == 1333928

@@ -20,6 +20,7 @@ from pytest_diffperf.serving.process import ServerError, ServerLog, ServerPorts,
 from tests.support.sglang import SRC
 
 SPEC = ServerSpec("reference", "tiny/flux-t2i", "--warmup-mode off", (), 1)
+TOP_LEVEL_KEYS = ["pid", "port", "load_ms", "log", "devices", "command", "ended", "ready", "error"]
 
 
 @pytest.fixture
@@ -65,6 +66,12 @@ def test_a_port_taken_after_the_probe_is_started_again_on_other_ports(tmp_path, 
         retried = [line for line in lines if line.endswith("its port was taken; trying other ports")]
         assert len(retried) == 1 and "Address already in use" in retried[0], lines
         assert pool.get(SPEC) is server  # the group's server, once started
+        failed, started = pool.started_since(0)  # the results file's servers: typed where the server started
+        assert (failed.ready, started.ready, started.pid, started.port) == (False, True, server.pid, server.port)
+        assert list(started.model_dump()) == TOP_LEVEL_KEYS
+        paired = server.record(("candidate", 2)).model_dump()
+        assert list(paired) == ["side", "process_pair", "ready_s", *TOP_LEVEL_KEYS[:7]]
+        assert (paired["side"], paired["process_pair"], paired["ready_s"]) == ("candidate", 2, server.ready_s)
     finally:
         pool.release()
 

@@ -244,10 +244,10 @@ def test_unknown_and_conflicting_suites_are_clear_errors():
 
 
 def test_platform_stand_in_answers_what_sglang_asks():
-    b200 = standins.PlatformStandIn.for_hardware("sm100")
+    b200 = standins.PlatformStandIn.for_hardware("b200")
     assert b200.is_cuda()
     assert b200.is_blackwell()
     assert not b200.is_sm120()
     assert not b200.is_hip()
-    assert standins.PlatformStandIn.for_hardware("amd").is_hip()
+    assert standins.PlatformStandIn.for_hardware("rocm").is_hip()
     assert not standins.PlatformStandIn.for_hardware("npu").is_mps()  # any other is_* answers False

@@ -14,6 +14,7 @@ from pytest_diffperf.cases import Case, load_case_file
 from pytest_diffperf.launchers import Launcher, ServerSpec
 from pytest_diffperf.perf.limits import JudgeRules, get_preset, plan_checks, with_allowances
 from pytest_diffperf.perf.schema import ScenarioBaseline, Tolerances
+from pytest_diffperf.platforms import Platform
 from pytest_diffperf.sglang import semantics
 from tests.support.paths import SGLANG_DATA
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def cases(version: str, hardware: str = "h100", override: str | None = None) -> dict[str, Case]:
+def cases(version: str, hardware: Platform = "h100", override: str | None = None) -> dict[str, Case]:
     return {c.id: c for c in load_case_file(SRC[version], hardware, semantics=override).cases}
 
 

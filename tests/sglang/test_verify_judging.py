@@ -17,6 +17,7 @@ import pytest
 from pytest_diffperf._util.jsonfile import validate
 from pytest_diffperf.cases import CaseFile
 from pytest_diffperf.commands import verify_sglang_judging as judging
+from pytest_diffperf.platforms import Platform
 from pytest_diffperf.sglang import caselist, harness, standins
 from pytest_diffperf.sglang.casefile import convert_lists
 from pytest_diffperf.sglang.inference import PROBES
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def check(tree: Path, hardware: str = "h100") -> dict[str, str]:
+def check(tree: Path, hardware: Platform = "h100") -> dict[str, str]:
     """The judging column of ``diffperf verify-sglang TREE`` (loaded as the command loads it)."""
     source = locate(tree)
     first = caselist.load(source, hardware)

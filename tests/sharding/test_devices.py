@@ -15,7 +15,7 @@ from pytest_diffperf.sharding.devices import WORKER_PORTS, DeviceShare, device_s
 @pytest.mark.parametrize(
     ("hardware", "var"),
     [(None, "CUDA_VISIBLE_DEVICES"), ("h100", "CUDA_VISIBLE_DEVICES"), ("cpu", "CUDA_VISIBLE_DEVICES"),
-     ("ascend", "ASCEND_RT_VISIBLE_DEVICES"), ("musa", "MUSA_VISIBLE_DEVICES"), ("xpu", "ZE_AFFINITY_MASK")],
+     ("npu", "ASCEND_RT_VISIBLE_DEVICES"), ("musa", "MUSA_VISIBLE_DEVICES"), ("xpu_b60", "ZE_AFFINITY_MASK")],
 )  # fmt: skip
 def test_the_platform_picks_the_variable(hardware, var):
     assert device_env_var(hardware) == var

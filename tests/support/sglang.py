@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from pytest_diffperf.platforms import Platform
 from pytest_diffperf.sglang import caselist, harness, standins, task_types
 from pytest_diffperf.sglang.harness import HARNESS_FILES, Body, decode
 from pytest_diffperf.sglang.source import SERVER_DIR, locate
@@ -62,7 +63,7 @@ class Harness(harness.Harness):
         return self.modules[f"{MG}.runtime.utils.perf_logger"]
 
 
-def load_harness(hardware: str = "h100", src: Path = SRC) -> Harness:
+def load_harness(hardware: Platform = "h100", src: Path = SRC) -> Harness:
     """SGLang's harness modules and the case files of ``hardware``, loaded fresh (about as long as the case lists)."""
     loaded = harness.load(locate(src), hardware, table=harness_table())
     return Harness(loaded.source, loaded.modules)
