@@ -11,8 +11,9 @@ the measured entry from ``perf.entry.entry_from_measurement``), a ``Decision`` o
 - ``tighten``: field-wise min(existing, measured); avg and median are recomputed from the
   resulting step map (and never raised), so no value ever goes up.
 
-``request_cpu`` (the server's CPU time and wait for a CPU over the request the e2e came from) goes with
-the e2e kept: the measured one's where the measured e2e is taken, else the existing one's.
+``request_cpu`` (the server's CPU time and wait for a CPU over the request the e2e came from) is no limit:
+it goes with the e2e kept (the measured one's where the measured e2e is taken, else the existing one's)
+and is not among the changes listed.
 
 Every policy keeps what was not measured (notes, timing_tolerance, unknown keys, memory fields
 and stages the measurement lacks) and never turns a guard on: a field or stage set to null stays
@@ -182,9 +183,12 @@ def _number(entry: Mapping[str, Any], *path: str) -> float | None:
 
 
 def changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[tuple[str, float | None, float]]:
-    """(field, old value or None, new value) for every numeric field whose value differs."""
+    """(field, old value or None, new value) for every numeric field whose value differs (``request_cpu`` is no
+    limit: not listed)."""
     out = []
     for key, value in new.items():
+        if key == REQUEST_CPU:
+            continue
         if isinstance(value, Mapping):
             for sub, sub_value in value.items():
                 before = _number(old or {}, key, sub)

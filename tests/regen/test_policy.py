@@ -220,6 +220,7 @@ MEASURED_OWN = {"cpu_ms": 170.0, "wait_ms": 20.0}
 def test_the_request_cpu_figures_go_with_the_measured_e2e_that_replaces(policy):
     d = decide(policy, {**EXISTING, "request_cpu": OWN}, {**measured(0.8), "request_cpu": MEASURED_OWN})
     assert d.action == "replaced" and d.entry["request_cpu"] == MEASURED_OWN
+    assert not [key for key, _, _ in d.changes() if key.startswith("request_cpu")]  # no limit: not a change listed
     assert list(d.entry).index("request_cpu") == len(EXISTING)  # its place kept
     # a measurement whose wait was not read leaves none: the old figures belong to the old e2e
     assert "request_cpu" not in decide(policy, {**EXISTING, "request_cpu": OWN}, measured(0.8)).entry
