@@ -234,3 +234,8 @@ def test_every_mistake_is_one_line_naming_it_and_writes_nothing(tmp_path, args, 
     assert message.format(**paths) in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before and not out.exists()
+
+
+def test_priors_are_rounded_up_to_half_a_percent_and_written_as_such():
+    assert [round_up(v) for v in (0.0, 0.2016, 0.3469, 0.4, 0.0702, 1.7)] == [0.0, 0.205, 0.35, 0.4, 0.075, 1.0]
+    assert json.dumps(round_up(0.2016)) == "0.205"  # not 0.20500000000000002 in the file
