@@ -45,6 +45,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="keep scenarios measured while other processes took the machine (listed in the file)",
     )
+    parser.add_argument(
+        "--note",
+        metavar="TEXT",
+        help="how the runs were made (the command, the machine), stored in the file's calibration block",
+    )
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the noise file to write (JSON)")
     parser.set_defaults(func=run)
 
@@ -57,10 +62,12 @@ def run(args: argparse.Namespace) -> int:
     check_writable(output, "--output", reads)
     if args.runner_class is not None and not args.runner_class.strip():
         raise DiffperfError("expected a runner class name, got an empty one", source="--runner-class")
+    if args.note is not None and not args.note.strip():
+        raise DiffperfError("expected how the runs were made, got an empty note", source="--note")
     hardware, device = provenance_of(ab, folder)
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     runner_class = args.runner_class or device or hardware
-    done = calibrate(ab, folder, runner_class, created, hardware, device, args.include_busy)
+    done = calibrate(ab, folder, runner_class, created, hardware, device, args.include_busy, args.note)
     for line in report(done):
         print(line)
     try:
@@ -82,6 +89,7 @@ def report(done: Calibrated) -> list[str]:
             f"  ab from {', '.join(cal.ab.results)}: {len(cal.ab.scenarios)} scenario(s), at least "
             f"{cal.ab.process_pairs} process pairs each, {cal.ab.request_pairs} request pairs"
         )
+        lines.extend(f"    measured beside: {line}" for line in cal.ab.interference)
     if cal.static is not None:
         lines.append(
             f"  static from {cal.static.history}: {len(cal.static.scenarios)} scenario(s), up to {cal.static.runs} "
@@ -101,4 +109,6 @@ def report(done: Calibrated) -> list[str]:
         shown = f"{value:g}" if value is not None else "default kept (no noise measured)"
         lines.append(f"  {key:<28} {shown:<8} measured {figure.measured:.4f} ({figure.scenario})")
     lines.extend(f"  note: {note}" for note in done.notes)
+    if cal.note is not None:
+        lines.append(f"  made: {cal.note}")
     return lines

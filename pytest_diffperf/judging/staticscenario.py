@@ -112,7 +112,7 @@ def judge_static(scenario: StaticScenario, servers: StaticServers, first: Attemp
         judged = judge_noisy(scenario.name, scenario.baseline, measurements, rules, noisy, time.monotonic() - started)
         return judged.result, judged.remeasure
 
-    return _attempts(servers, first, judge, noisy.max_attempts if noisy is not None else 1)
+    return _attempts(servers, first, judge, noisy.max_attempts if noisy is not None else 1, scenario.baseline.own_wait)
 
 
 def _attempts(
@@ -120,10 +120,12 @@ def _attempts(
     first: Attempt,
     judge: Callable[[Sequence[Attempt]], tuple[ScenarioResult, bool]],
     max_attempts: int,
+    own: tuple[float, float] | None = None,
 ) -> Judged:
     """Judge the quiet attempts (all of them when none is quiet); measure again while ``judge`` asks, or
     after a fail judged on busy attempts alone, once the machine is quiet; at most ``2 * max_attempts``
-    servers, ``--diffperf-quiet-wait`` seconds of waiting in the whole run (``Watch.budget``)."""
+    servers, ``--diffperf-quiet-wait`` seconds of waiting in the whole run (``Watch.budget``). ``own``: the
+    baseline's (CPU ms, wait ms), the wait its figures hold already (``verdicts.busybound``)."""
     watch = servers.watch
     policy = watch.policy
     attempts, waited, remeasured, why = [first], 0.0, False, ""
@@ -131,7 +133,8 @@ def _attempts(
         quiet = [a for a in attempts if not policy.busy(a.window)]
         used = quiet or attempts
         result, again = judge(used)
-        over = beyond_busy(result, [a.window for a in used], [(s.cpu_ms, s.wait_ms) for a in used for s in a.samples])
+        requests = [(s.cpu_ms, s.wait_ms) for a in used for s in a.samples]
+        over = beyond_busy(result, [a.window for a in used], requests, own)
         busy_fail = result.verdict == "fail" and not quiet and over is None
         if busy_fail:
             if len(attempts) >= 2 * max_attempts or watch.quiet_left_s <= 0:

@@ -47,9 +47,15 @@ def missing_baseline_message(scenario_id: str, baseline_path: str, measurement: 
 
 
 def measurement_of(samples: Sequence[Sample], case: Case, load_ms: float | None) -> Measurement:
-    """The measurement of a scenario's requests (every sample has its perf record)."""
-    records = [s.record for s in samples if s.record is not None]
-    return Measurement.from_records(records, load_ms=load_ms, num_frames=case.num_frames, is_video=case.is_video)
+    """The measurement of a scenario's requests (every sample has its perf record), their server CPU time and wait."""
+    logged = [s for s in samples if s.record is not None]
+    measurement = Measurement.from_records(
+        [s.record for s in logged if s.record is not None],
+        load_ms=load_ms,
+        num_frames=case.num_frames,
+        is_video=case.is_video,
+    )
+    return replace(measurement, cpu_ms=[s.cpu_ms for s in logged], wait_ms=[s.wait_ms for s in logged])
 
 
 def judged_values(measurement: Measurement, preset: limits.Preset) -> dict[str, float]:

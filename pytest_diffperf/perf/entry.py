@@ -1,7 +1,8 @@
 """A baseline scenario built from a measurement, in SGLang's format (2 decimals).
 
 All fields come from one request: the one with the median e2e, so that the aggregates, stages
-and e2e agree with the step map they were measured with.
+and e2e agree with the step map they were measured with; its server CPU time and wait for a CPU too
+(``request_cpu``: the wait already in the figures, for the busy-machine bound).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def entry_from_measurement(measurement: Measurement, *, full_test_time_s: float 
         value = values[min(i, len(values) - 1)] if values else 0
         if key in ScenarioBaseline.model_fields and value:  # device fields are 0 on CPU: not a baseline
             scenario[key] = round(value, 2)
+    own = measurement.own_wait(i)
+    if own is not None:
+        scenario["request_cpu"] = {"cpu_ms": round(own[0], 2), "wait_ms": round(own[1], 2)}
     if full_test_time_s is not None:
         scenario["estimated_full_test_time_s"] = round(full_test_time_s, 1)
     return scenario

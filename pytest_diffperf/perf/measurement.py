@@ -20,6 +20,8 @@ class Measurement:
     memory: Mapping[str, Sequence[float]] = field(default_factory=dict)  # e.g. "load_peak_allocated_mb"
     num_frames: int | None = None
     is_video: bool = False
+    cpu_ms: Sequence[float | None] = ()  # per request: the server's CPU time over it, where read
+    wait_ms: Sequence[float | None] = ()  # per request: its threads' wait for a CPU, where the kernel says
 
     def request(self, index: int) -> Measurement:
         """The samples of request ``index`` alone (the load time and memory figures not per request kept whole)."""
@@ -31,6 +33,8 @@ class Measurement:
             steps=self.steps[index : index + 1 or None] if len(self.steps) == n else self.steps,
             stages=self.stages[index : index + 1 or None] if len(self.stages) == n else self.stages,
             memory=memory,
+            cpu_ms=self.cpu_ms[index : index + 1 or None] if len(self.cpu_ms) == n else self.cpu_ms,
+            wait_ms=self.wait_ms[index : index + 1 or None] if len(self.wait_ms) == n else self.wait_ms,
         )
 
     def stage_samples(self) -> dict[str, list[float]]:
@@ -40,6 +44,14 @@ class Measurement:
             for name, ms in per_request.items():
                 samples.setdefault(name, []).append(ms)
         return samples
+
+    def own_wait(self, index: int) -> tuple[float, float] | None:
+        """(CPU ms, wait ms) of request ``index``, when both were read."""
+        n = len(self.e2e_ms)
+        if len(self.cpu_ms) != n or len(self.wait_ms) != n:
+            return None
+        cpu, wait = self.cpu_ms[index], self.wait_ms[index]
+        return (cpu, wait) if cpu is not None and wait is not None else None
 
     @classmethod
     def from_records(

@@ -37,6 +37,16 @@ class Tolerances(BaseModel):
     host_anon: Value | None = None
 
 
+class RequestCPU(BaseModel):
+    """The server's CPU time and its threads' wait for a CPU (ms) over the request a baseline entry's figures
+    came from: the wait already in them, which the busy-machine bound does not allow twice."""
+
+    model_config = STRICT
+
+    cpu_ms: Value
+    wait_ms: Value
+
+
 class ScenarioBaseline(BaseModel):
     """Expected figures of one scenario (ms, MiB); unknown keys are kept."""
 
@@ -58,6 +68,12 @@ class ScenarioBaseline(BaseModel):
     runtime_peak_host_anon_mb: Value | None = None
     timing_tolerance: Value | None = None
     notes: str | None = None
+    request_cpu: RequestCPU | None = None  # the plugin's own (SGLang's loaders ignore it)
+
+    @property
+    def own_wait(self) -> tuple[float, float] | None:
+        """(CPU ms, wait ms) of the request the figures came from, when recorded."""
+        return (self.request_cpu.cpu_ms, self.request_cpu.wait_ms) if self.request_cpu is not None else None
 
     @property
     def steps(self) -> dict[int, float]:

@@ -11,6 +11,10 @@ the measured entry from ``perf.entry.entry_from_measurement``), a ``Decision`` o
 - ``tighten``: field-wise min(existing, measured); avg and median are recomputed from the
   resulting step map (and never raised), so no value ever goes up.
 
+``request_cpu`` (the server's CPU time and wait for a CPU over the request the e2e came from) is no limit:
+it goes with the e2e kept (the measured one's where the measured e2e is taken, else the existing one's)
+and is not among the changes listed.
+
 Every policy keeps what was not measured (notes, timing_tolerance, unknown keys, memory fields
 and stages the measurement lacks) and never turns a guard on: a field or stage set to null stays
 null. A scenario without an entry is added.
@@ -31,6 +35,8 @@ Action = Literal["added", "replaced", "tightened", "kept"]
 ACTIONS: tuple[Action, ...] = get_args(Action)
 STEPS = "denoise_step_ms"
 STAGES = "stages_ms"
+E2E = "expected_e2e_ms"
+REQUEST_CPU = "request_cpu"
 TOP_LEVEL = (  # (path in the scenario, label): the metrics improve never lets get worse
     (("expected_e2e_ms",), "e2e"),
     (("expected_load_ms",), "load"),
@@ -89,8 +95,20 @@ def _merge(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str
         old = existing.get(key, ...)
         if key == STAGES and isinstance(old, dict):
             entry[key] = {**old, **{s: v for s, v in value.items() if old.get(s, ...) is not None}}
-        elif old is not None:
+        elif old is not None and key != REQUEST_CPU:
             entry[key] = value
+    return _with_request_cpu(entry, existing, measured)
+
+
+def _with_request_cpu(
+    entry: dict[str, Any], existing: Mapping[str, Any], measured: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``entry`` with the request CPU figures of the e2e it keeps (none where that request's were not read)."""
+    source = measured if entry.get(E2E) == measured.get(E2E) else existing
+    if REQUEST_CPU in source:
+        entry[REQUEST_CPU] = source[REQUEST_CPU]
+    else:
+        entry.pop(REQUEST_CPU, None)
     return entry
 
 
@@ -124,6 +142,8 @@ def _tighten(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[
     entry = dict(existing)
     for key, value in measured.items():
         old = existing.get(key, ...)
+        if key == REQUEST_CPU:
+            continue
         if isinstance(old, dict) and isinstance(value, dict):
             entry[key] = {**old, **{k: _lower(old.get(k, ...), v) for k, v in value.items()}}
         else:
@@ -135,6 +155,7 @@ def _tighten(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[
             ("expected_median_denoise_ms", statistics.median(steps)),
         ):
             entry[key] = _lower(existing.get(key, ...), round(computed, 2))
+    _with_request_cpu(entry, existing, measured)
     if entry == dict(existing):
         return "kept", entry, "no measured value is lower"
     return "tightened", entry, "field-wise minimum"
@@ -162,9 +183,12 @@ def _number(entry: Mapping[str, Any], *path: str) -> float | None:
 
 
 def changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[tuple[str, float | None, float]]:
-    """(field, old value or None, new value) for every numeric field whose value differs."""
+    """(field, old value or None, new value) for every numeric field whose value differs (``request_cpu`` is no
+    limit: not listed)."""
     out = []
     for key, value in new.items():
+        if key == REQUEST_CPU:
+            continue
         if isinstance(value, Mapping):
             for sub, sub_value in value.items():
                 before = _number(old or {}, key, sub)

@@ -71,8 +71,13 @@ def is_busy(result: ScenarioResult) -> bool:
 def ab_figures(paths: Sequence[Path], figures: Figures, notes: list[str], busy: list[str] | None) -> ABSource:
     """Every A/A scenario's own noise per metric (into ``figures``); the run they came from."""
     used: list[ScenarioResult] = []
+    interference: list[str] = []
     for path in paths:
         doc = read_results(path)
+        provenance = doc.get("provenance")
+        line = provenance.get("interference") if isinstance(provenance, dict) else None
+        if isinstance(line, str) and line:
+            interference.append(f"{path.name}: {line}")
         if doc.get("base") is None:
             raise DiffperfError(
                 "not an A/B run (no base build); run A/A with --diffperf-base=current", source=str(path), key="base"
@@ -118,6 +123,7 @@ def ab_figures(paths: Sequence[Path], figures: Figures, notes: list[str], busy: 
         scenarios=sorted({r.scenario for r in used}),
         process_pairs=min(r.ab.process_pairs for r in used if r.ab is not None),
         request_pairs=sum(m.request_pairs for r in used if r.ab is not None for m in r.ab.metrics if m.name == E2E),
+        interference=interference,
     )
 
 
@@ -228,10 +234,11 @@ def calibrate(
     hardware: str | None = None,
     device: str | None = None,
     include_busy: bool = False,
+    note: str | None = None,
 ) -> Calibrated:
     """The calibration file from an A/A run's results files and/or a history folder of static runs (scenarios
     measured busy left out, or with ``include_busy`` kept and listed in the file); ``runner_class`` None or empty
-    is an error once the inputs are read."""
+    is an error once the inputs are read; ``note``: how the runs were made, stored as given."""
     if not ab and folder is None:
         raise DiffperfError("nothing to calibrate from; give an A/A run's results (--ab) and/or a history (--history)")
     figures, notes = Figures(), list[str]()
@@ -268,6 +275,7 @@ def calibrate(
             ab=ab_source,
             static=static_source,
             busy=busy or [],
+            note=note,
             figures=figures.figures(),
         ),
     )

@@ -1,8 +1,8 @@
 """A scenario result's baseline entry: its measurement rebuilt from the request rows of a results file, built
 by ``perf.entry`` exactly as ``--regen-baselines`` builds it (every figure from the median-e2e request).
 
-Rows are read back as the perf records they were made from (stages, steps, memory snapshots), each
-with its own server's load (a re-measured scenario's rows come from several servers).
+Rows are read back as the perf records they were made from (stages, steps, memory snapshots), with
+their server CPU time and wait for a CPU, each with its own server's load (a re-measured scenario's rows come from several servers).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ def measured_entry(result: ScenarioResult, rows: list[RequestRow], side: str | N
     measurement = Measurement.from_records(
         [perf_record(r, i) for i, r in enumerate(mine)], num_frames=info.num_frames, is_video=info.is_video
     )
+    measurement = replace(measurement, cpu_ms=[r.cpu_ms for r in mine], wait_ms=[r.wait_ms for r in mine])
     loads = [r.load_ms for r in mine]
     if all(ms is not None for ms in loads):
         measurement = replace(measurement, load_ms=[float(ms) for ms in loads if ms is not None])

@@ -12,6 +12,10 @@ average: ``load`` runnable threads on ``cpus`` CPUs give a runnable thread ``cpu
 of ``max(1, load / cpus)``, and a wait of ``cpu_ms`` times the stretch less 1. Memory peaks do not depend on
 the load: their bound is 1.
 
+A baseline recorded on a loaded machine holds its own wait already: with the (CPU ms, wait ms) of the request its
+figures came from, only the run's wait beyond that wait is allowed, and the stretch beyond its stretch (the same
+share of the wait on the critical path in both; see the docs). Old baselines without it are bounded as above.
+
 A check failed busy whose lower interval end lies beyond its limit times that bound fails; within it, it is
 inconclusive (machine busy). The derivation and its measurement: docs/verdicts.md, "A busy machine".
 """
@@ -53,14 +57,27 @@ def peak_contention(loads: Sequence[tuple[float, int]]) -> float:
     return max((contention(load, cpus) for load, cpus in loads), default=1.0)
 
 
+def stretch(cpu_ms: float, wait_ms: float) -> float:
+    """How many times as long as its CPU time a request's CPU-bound part took: time runnable over time running."""
+    return 1 + wait_ms / cpu_ms if cpu_ms > 0 else 1.0
+
+
 def stretch_and_wait(
-    requests: Sequence[tuple[float | None, float | None]], loads: Sequence[tuple[float, int]]
+    requests: Sequence[tuple[float | None, float | None]],
+    loads: Sequence[tuple[float, int]],
+    own: tuple[float, float] | None = None,
 ) -> tuple[float, float | None]:
     """The stretch of CPU-bound time and the wait for a CPU to allow for, over requests of (server CPU ms, wait
-    ms): the median request's, as the checks judge the median request (else estimated from the ``loads``)."""
+    ms): the median request's, as the checks judge the median request (else estimated from the ``loads``).
+
+    ``own``: the baseline's (CPU ms, wait ms), the request its figures came from: its wait is in them already, so
+    a measured wait is allowed only beyond it, and the stretch only beyond its stretch (an estimated one whole)."""
     measured = [(cpu, wait) for cpu, wait in requests if cpu is not None and wait is not None]
     if measured:
-        stretch = statistics.median(1 + wait / cpu if cpu > 0 else 1.0 for cpu, wait in measured)
-        return stretch, statistics.median(wait for _, wait in measured)
+        factor = statistics.median(stretch(cpu, wait) for cpu, wait in measured)
+        waited = statistics.median(wait for _, wait in measured)
+        if own is None:
+            return factor, waited
+        return max(1.0, factor / stretch(*own)), max(0.0, waited - own[1])
     factor = peak_contention(loads)
     return factor, cpu_delay_ms([cpu for cpu, _ in requests], factor)

@@ -35,8 +35,9 @@ MIN_DAYS = 2  # a baseline's drift across days needs two days
 
 
 def round_up(value: float) -> float:
-    """``value`` rounded up to the next :data:`STEP`, at most ``MAX_SD`` (0 stays 0)."""
-    return min(MAX_SD, math.ceil(round(value / STEP, 9)) * STEP)
+    """``value`` rounded up to the next :data:`STEP`, at most ``MAX_SD`` (0 stays 0), written as such (0.205, not
+    0.20500000000000002)."""
+    return min(MAX_SD, round(math.ceil(round(value / STEP, 9)) * STEP, 3))
 
 
 @dataclass(frozen=True)

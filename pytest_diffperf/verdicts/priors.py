@@ -99,6 +99,7 @@ class ABSource(_Strict):
     scenarios: list[str]
     process_pairs: Annotated[int, Field(ge=2)]  # the fewest any scenario measured
     request_pairs: Annotated[int, Field(ge=2)]  # every scenario's together
+    interference: list[str] = Field(default_factory=list)  # each results file's interference line (load, others' CPU)
 
 
 class StaticSource(_Strict):
@@ -129,6 +130,7 @@ class Calibration(_Strict):
     ab: ABSource | None = None
     static: StaticSource | None = None
     busy: list[str] = Field(default_factory=list)  # scenarios kept though measured busy (--include-busy)
+    note: str | None = None  # how the runs were made (--note): the command, the machine
     figures: dict[str, Figure] = Field(default_factory=dict)  # "ab.e2e.between", "static.e2e.baseline", ...
 
 

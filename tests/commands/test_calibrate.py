@@ -105,6 +105,20 @@ def test_a_recorded_a_a_run_gives_the_ab_priors(tmp_path):
     assert cal.ab.process_pairs == min(s["ab"]["process_pairs"] for s in recorded["scenarios"])
     assert cal.hardware == "cpu" and cal.static is None and priors.static.e2e is None
     assert f"ab from {AA}: 1 scenario(s), at least {cal.ab.process_pairs} process pairs each" in done.stdout
+    # what the machine was doing meanwhile: the A/A run's own interference line, kept with the file's name
+    line = f"{AA.name}: {recorded['provenance']['interference']}"
+    assert cal.ab.interference == [line] and f"    measured beside: {line}" in done.stdout
+    assert cal.note is None
+
+
+def test_how_the_runs_were_made_is_stored_as_given(tmp_path):
+    out = tmp_path / "noise.json"
+    note = "pytest --diffperf-base=current --diffperf-ab-min-process-pairs 4 ...; load average 5-8"
+    done = diffperf("calibrate", "--ab", str(AA), "-o", str(out), "--note", note)
+    assert done.returncode == 0, done.stderr
+    cal = read_priors(out).calibration
+    assert cal is not None and cal.note == note
+    assert f"  made: {note}" in done.stdout
 
 
 def test_both_at_once(tmp_path):
@@ -190,6 +204,7 @@ MISTAKES = [
     (["--history", "{missing}"], "{missing}: folder not found"),
     (["--history", "{hist}"], "--runner-class: the runs name no device; name the runner class"),
     (["--history", "{hist}", "--runner-class", " "], "--runner-class: expected a runner class name, got an empty one"),
+    (["--ab", "{aa}", "--note", " "], "--note: expected how the runs were made, got an empty note"),
     (["--history", "{hist}", "-o", "{hist}"], "--output: {hist} is a folder; expected a file path"),
     (["--ab", "{aa}", "-o", "{aa}"], "--output: "),
 ]
@@ -219,3 +234,8 @@ def test_every_mistake_is_one_line_naming_it_and_writes_nothing(tmp_path, args, 
     assert message.format(**paths) in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before and not out.exists()
+
+
+def test_priors_are_rounded_up_to_half_a_percent_and_written_as_such():
+    assert [round_up(v) for v in (0.0, 0.2016, 0.3469, 0.4, 0.0702, 1.7)] == [0.0, 0.205, 0.35, 0.4, 0.075, 1.0]
+    assert json.dumps(round_up(0.2016)) == "0.205"  # not 0.20500000000000002 in the file

@@ -167,6 +167,13 @@ BASELINE_CASES = [
     ),
     ("no-sampling", setter("sampling", ...), "sampling", "required key is missing"),
     (
+        "request-cpu-negative-wait",
+        setter(f"{S}.request_cpu", {"cpu_ms": 180.0, "wait_ms": -1.0}),
+        f"{S}.request_cpu.wait_ms",
+        "greater than or",
+    ),
+    ("request-cpu-number", setter(f"{S}.request_cpu", 300.0), f"{S}.request_cpu", "expected an object, got 300.0"),
+    (
         "fraction-above-1",
         setter("sampling.step_fractions", [0, 1.5]),
         "sampling.step_fractions.1",

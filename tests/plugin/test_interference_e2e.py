@@ -101,6 +101,25 @@ def test_a_slowdown_beyond_what_two_cpu_burners_explain_fails_on_the_busy_machin
     assert all(0 < r["cpu_ms"] <= cpus * r["client_ms"] + TICKS_MS for r in rows)  # all its CPUs at most
 
 
+def test_a_baseline_recorded_busy_keeps_its_wait_and_a_slowdown_beyond_the_rest_fails(pytester, suite, tmp_path):
+    """The baseline recorded beside two burners (--accept-busy) stores its request's server CPU time and wait; 8x
+    beside the same burners fails, allowed only the run's wait beyond the baseline's own (named)."""
+    case = tiny_case("tiny", perf_repeat_requests=3, perf_warmup_requests=1)
+    with outside_burners(2, tmp_path):
+        pytester.runpytest(*suite([case], {}), "--regen-baselines", "--accept-busy").assert_outcomes(passed=1)
+        baseline = json.loads((pytester.path / "baselines.json").read_text())["scenarios"]["tiny"]
+        own = baseline["request_cpu"]
+        assert own["cpu_ms"] > 0 and own["wait_ms"] > 0  # two burners on this machine's CPUs: its request waited
+        result = pytester.runpytest(
+            *slowed_by(suite, baseline, 8), "--diffperf-busy-share=10%", "--diffperf-quiet-wait=3"
+        )
+    result.assert_outcomes(failed=1)
+    scenario = results(pytester)["scenarios"][0]
+    assert scenario["verdict"] == "fail", scenario["message"]
+    assert "; fails even allowing x" in scenario["message"].splitlines()[0]
+    assert f"beyond the baseline's own {own['wait_ms']:g} ms of waiting for a CPU" in scenario["message"]
+
+
 def test_a_fail_measured_quiet_still_fails(pytester, slowed):
     """Quiet by the threshold (95 %: no neighbour takes that much beside a running server on 2 cores)."""
     result = pytester.runpytest(*slowed, "--diffperf-busy-share=95%")

@@ -210,3 +210,30 @@ def test_changes_lists_numeric_differences():
         ("stages_ms.B", None, 2.0),
         ("expected_load_ms", None, 5.0),
     ]
+
+
+OWN = {"cpu_ms": 180.0, "wait_ms": 300.0}  # the request CPU figures of EXISTING's e2e
+MEASURED_OWN = {"cpu_ms": 170.0, "wait_ms": 20.0}
+
+
+@pytest.mark.parametrize("policy", ["replace", "improve"])
+def test_the_request_cpu_figures_go_with_the_measured_e2e_that_replaces(policy):
+    d = decide(policy, {**EXISTING, "request_cpu": OWN}, {**measured(0.8), "request_cpu": MEASURED_OWN})
+    assert d.action == "replaced" and d.entry["request_cpu"] == MEASURED_OWN
+    assert not [key for key, _, _ in d.changes() if key.startswith("request_cpu")]  # no limit: not a change listed
+    assert list(d.entry).index("request_cpu") == len(EXISTING)  # its place kept
+    # a measurement whose wait was not read leaves none: the old figures belong to the old e2e
+    assert "request_cpu" not in decide(policy, {**EXISTING, "request_cpu": OWN}, measured(0.8)).entry
+
+
+def test_tighten_keeps_the_request_cpu_figures_of_the_e2e_it_keeps():
+    existing = {**EXISTING, "request_cpu": OWN}
+    lower = decide("tighten", existing, {**measured(0.8), "request_cpu": MEASURED_OWN})
+    assert lower.entry["expected_e2e_ms"] == 432.0 and lower.entry["request_cpu"] == MEASURED_OWN
+    higher = decide("tighten", existing, {**measured(1.5), "request_cpu": {"cpu_ms": 1.0, "wait_ms": 1.0}})
+    assert higher.entry["expected_e2e_ms"] == 600.0 and higher.entry["request_cpu"] == OWN  # not a field-wise min
+
+
+def test_a_kept_entry_keeps_its_request_cpu_figures():
+    d = decide("improve", {**EXISTING, "request_cpu": OWN}, {**measured(1.2), "request_cpu": MEASURED_OWN})
+    assert d.action == "kept" and d.entry["request_cpu"] == OWN

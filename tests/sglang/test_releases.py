@@ -7,6 +7,7 @@ release) runs the same checks on every release there (docs/sglang.md lists the o
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -15,9 +16,10 @@ import pytest
 
 from pytest_diffperf.cases import load_case_file
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.sglang import caselist, release, standins
+from pytest_diffperf.sglang import caselist, harness, release, standins
 from pytest_diffperf.sglang.source import SERVER_DIR, locate
 from tests.support.paths import SGLANG_DATA
+from tests.support.sglang import harness_table
 
 RELEASES = {v: SGLANG_DATA / f"v{v}" / "src" for v in ("0.5.12", "0.5.17", "0.5.23")}
 # h100: (cases, not expressible, default suites); npu: cases
@@ -43,6 +45,19 @@ def test_each_release_loads_its_own_lists_on_h100_and_npu(version):
     assert (len(h100.cases), len(h100.not_expressible), source["suites"]) == (cases, not_expressible, suites)
     assert source["release"] == version  # from the harness's own features: these copies carry no metadata
     assert len(load_case_file(RELEASES[version], "npu").cases) == npu
+
+
+def test_each_release_s_own_loader_reads_a_baseline_entry_with_the_plugin_s_request_cpu(version, tmp_path):
+    """Issue 39: the wait a baseline holds is stored in its entry (``request_cpu``); SGLang's BaselineConfig.load
+    reads such a file as it reads its own."""
+    doc = json.loads((SGLANG_DATA / "v0.5.12" / "perf_baselines.json").read_text())
+    name = next(iter(doc["scenarios"]))
+    doc["scenarios"][name]["request_cpu"] = {"cpu_ms": 180.0, "wait_ms": 300.0}
+    path = tmp_path / "perf_baselines.json"
+    path.write_text(json.dumps(doc))
+    modules = harness.load(locate(RELEASES[version]), "h100", table=harness_table()).modules
+    config = modules[f"{caselist.SERVER}.testcase_configs"].BaselineConfig.load(path)
+    assert config.scenarios[name].expected_e2e_ms == doc["scenarios"][name]["expected_e2e_ms"]
 
 
 def test_model_task_type_comes_from_where_the_release_keeps_it(version):

@@ -4,7 +4,10 @@ stage; the same build against itself never does.
 The candidate is a copy of the installed ``sglang`` package whose ``DenoisingStage.forward`` sleeps 0.4 s (about
 +40 % of a 1 s request), served with ``--diffperf-candidate=pythonpath=COPY``: its ``sglang serve`` imports the
 copy. Process pairs are started one at a time (``--diffperf-ab-prestart=0``): two SGLang servers load on the two
-cores at once, not eight.
+cores at once, not eight. The A/A run is judged with this server class's calibrated priors
+(``data/sglang_cpu/noise.json``), which the run's header names. The regression keeps the built-in priors: the file's
+were measured busy (e2e within 0.4), and a busy run widens them 4x again; with them a +40 % change had no verdict
+after 4 process pairs (10.5 minutes, beside another real-server run), where the test's budget is about 25 minutes.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import pytest
 from tests.support.sglang_server import (
     BASELINES,
     MODELS_ENV,
+    NOISE,
     SCENARIO,
     bundled_args,
     candidate_package,
@@ -27,6 +31,8 @@ from tests.support.sglang_server import (
 pytestmark = [pytest.mark.server, pytest.mark.sglang_server, requires_sglang]
 
 AB = ("--diffperf-base=current", "--diffperf-ab-prestart=0", "--diffperf-json=results.json", "--diffperf-log-dir=logs")
+CALIBRATED = (f"--diffperf-noise={NOISE}",)
+HEADER = f"diffperf: noise priors: {NOISE} (runner class "  # the calibration file in force, named
 AA_BUDGET = ("--diffperf-ab-max-process-pairs=3",)  # an A/A run may use every pair it is allowed: 3 keeps it short
 
 
@@ -55,9 +61,10 @@ def test_a_real_change_in_sglangs_denoising_stage_is_regressed_and_named(tmp_pat
 
 
 def test_the_same_build_against_itself_is_never_regressed(tmp_path, models):
-    done = run_pytest(tmp_path, *bundled_args(BASELINES, *AB, *AA_BUDGET), env={MODELS_ENV: str(models)})
+    done = run_pytest(tmp_path, *bundled_args(BASELINES, *AB, *AA_BUDGET, *CALIBRATED), env={MODELS_ENV: str(models)})
     out = done.stdout + done.stderr
     ab = scenario_of(tmp_path)["ab"]
+    assert HEADER in out, out
     assert ab["verdict"] in ("unchanged", "inconclusive"), out
     assert ab["process_pairs"] <= 3
     assert done.returncode == 0, out

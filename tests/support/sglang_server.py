@@ -26,6 +26,7 @@ from tests.support.paths import REPO
 
 CASES = REPO / "data/sglang_cpu/cases.json"
 BASELINES = REPO / "data/sglang_cpu/perf_baselines/cpu.json"
+NOISE = REPO / "data/sglang_cpu/noise.json"  # this server class's A/B priors (diffperf calibrate; docs/sglang.md)
 SCENARIO = "sglang_cpu_flux_tiny_t2i"
 MODEL = "tiny/flux-t2i"
 MODELS_ENV = "DIFFPERF_MODELS"

@@ -1,4 +1,5 @@
-"""The slowdown a busy machine explains (verdicts.busybound): the fair-share contention, capped by the CPU time."""
+"""The slowdown a busy machine explains (verdicts.busybound): the fair-share contention, capped by the CPU time, net
+of the wait a baseline recorded on a loaded machine holds already."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pytest_diffperf.verdicts.busybound import (
     cpu_delay_ms,
     explained,
     peak_contention,
+    stretch,
     stretch_and_wait,
 )
 
@@ -68,3 +70,45 @@ def test_without_a_measured_wait_the_load_average_estimates_it():
     # load 6 on 2 CPUs: stretch 3, a wait of twice the median request's CPU time
     assert stretch_and_wait([(100.0, None), (120.0, None), (80.0, None)], [(6.0, 2), (4.0, 2)]) == (3.0, 200.0)
     assert stretch_and_wait([(None, None)], [(6.0, 2)]) == (3.0, None)
+
+
+def test_a_baseline_s_own_wait_is_not_allowed_twice():
+    """docs/benchmarks.md's x2 beside one burner: the run's median request waited 500 ms in 180 ms of CPU time for an
+    e2e of 1020 ms; the baseline's request (e2e 509 ms, limit 560) had waited 300 ms in 180 ms already."""
+    run = [(180.0, 500.0)]
+    factor, delay = stretch_and_wait(run, [])
+    assert explained(1020.0, delay, factor) == pytest.approx(1020 / 520)  # x1.96: 560 x 1.96 = 1098, within
+    factor, delay = stretch_and_wait(run, [], own=(180.0, 300.0))
+    assert (factor, delay) == (pytest.approx(stretch(180.0, 500.0) / stretch(180.0, 300.0)), 200.0)
+    bound = explained(1020.0, delay, factor)
+    assert bound == pytest.approx(1020 / 820)  # only the 200 ms of wait beyond the baseline's own: x1.24
+    assert beyond(1020.0, 560.0, bound)
+
+
+def test_a_run_that_waited_no_more_than_its_baseline_is_explained_nothing():
+    factor, delay = stretch_and_wait([(100.0, 150.0), (100.0, 250.0)], [(9.0, 2)], own=(100.0, 300.0))
+    assert (factor, delay) == (1.0, 0.0)
+    assert explained(900.0, delay, factor) == 1.0
+
+
+def test_a_baseline_without_its_wait_is_bounded_as_before():
+    run = [(100.0, 200.0), (150.0, 150.0), (100.0, 400.0)]
+    assert stretch_and_wait(run, [(40.0, 2)], own=None) == stretch_and_wait(run, [(40.0, 2)]) == (3.0, 200.0)
+
+
+def test_a_wait_estimated_from_the_load_is_allowed_whole():
+    # the run's waits not read (no schedstat): the baseline's measured wait is not netted from an estimate
+    assert stretch_and_wait([(100.0, None)], [(6.0, 2)], own=(100.0, 150.0)) == (3.0, 200.0)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize(
+    ("alone", "own_wait", "wait"), [(200.0, 300.0, 500.0), (50.0, 10.0, 900.0), (800.0, 0.0, 40.0)]
+)
+def test_the_bound_covers_any_slowdown_the_extra_wait_causes(share, alone, own_wait, wait):
+    """The derivation: the same ``share`` of each run's wait on the critical path, the code unchanged (``alone`` ms
+    alone): baseline e2e ``alone + share * own_wait``, the run's ``alone + share * wait``. The bound (every
+    millisecond of the extra wait on the critical path) is never below the ratio."""
+    baseline, measured = alone + share * own_wait, alone + share * wait
+    factor, delay = stretch_and_wait([(alone, wait)], [], own=(alone, own_wait))
+    assert measured / baseline <= explained(measured, delay, factor) + 1e-12
