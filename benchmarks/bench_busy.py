@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,8 @@ from pytest_diffperf.protocol import FORKSERVER_ENV
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = "flux_kontext_tiny_edit"  # the cheapest bundled scenario (e2e ~130 ms)
 SLOWDOWNS = (1.0, 1.5, 2.0, 3.0, 4.0)
-BURN = "import time\nend = time.monotonic() + 7200\nwhile time.monotonic() < end:\n    pass\n"
+# a burner spins for two hours at most, and ends with this script however it ends (its parent changes)
+BURN = "import os, time\nparent, end = os.getppid(), time.monotonic() + 7200\nwhile time.monotonic() < end and os.getppid() == parent:\n    pass\n"
 OUTCOMES = ("fail", "inconclusive", "pass")
 QUIET_NICE = -15  # the baseline's run and servers: first in line for the CPUs, as on a quiet machine (root only)
 SERVER_ENV = {"HF_HUB_DISABLE_TELEMETRY": "1"}  # what a run's pytest sets by the time it starts a server
@@ -147,6 +149,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--smoke", action="store_true", help="one run of x1 and x4 beside one burner")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench_busy: terminated"))  # burners and fork server ended
     slowdowns = (1.0, 4.0) if args.smoke else SLOWDOWNS
     loads = (1,) if args.smoke else (0, 1, 2)
     runs_each, settle = (1, 0.0) if args.smoke else (args.runs, args.settle)
