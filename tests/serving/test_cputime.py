@@ -12,37 +12,21 @@ import psutil
 import pytest
 
 from pytest_diffperf.serving.cputime import server_cpu
-from tests.support.burners import BURN, LISTEN, outside_burners
+from tests.support.burners import BURN, listening_burner, outside_burners, start_burning
 
 TICKS_MS = 20  # CPU times are counted in clock ticks of 10 ms: one at each end
 
 
 def test_the_cpu_time_of_a_burning_child_is_the_server_s(tmp_path):
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    child = subprocess.Popen(
-        [sys.executable, "-c", LISTEN.format(burn=BURN.format(seconds=1.0))],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert child.stdin is not None and child.stdout is not None
-        port = int(child.stdout.readline())
-        server_cpu(idle.pid, port)  # the port looked up once per server, before the window
+    with listening_burner() as (idle, child, port, proc):
+        server_cpu(idle, port)  # the port looked up once per server, before the window
         started = time.monotonic()
-        before = server_cpu(idle.pid, port)  # the watchdog's stand-in idles; the listener's tree works
-        child.stdin.write(b"go\n")
-        child.stdin.flush()
+        before = server_cpu(idle, port)  # the watchdog's stand-in idles; the listener's tree works
+        start_burning(proc)
         time.sleep(1.5)
-        after = server_cpu(idle.pid, port)
+        after = server_cpu(idle, port)
         wall_ms = (time.monotonic() - started) * 1000
-        burned = _cpu_ms(child.pid)
-    finally:
-        for proc in (idle, child):
-            proc.kill()
-            proc.wait()
-        assert child.stdin is not None and child.stdout is not None
-        child.stdin.close()
-        child.stdout.close()
+        burned = _cpu_ms(child)
     assert before is not None and after is not None
     cpu_ms, wait_ms = after.since(before)
     assert burned > 50  # the burner ran, however busy the machine is

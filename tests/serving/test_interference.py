@@ -27,7 +27,7 @@ from pytest_diffperf.serving.interference import (
 from pytest_diffperf.serving.launchers import ServerSpec
 from pytest_diffperf.serving.pool import ServerPool
 from pytest_diffperf.serving.process import ServerError
-from tests.support.burners import BURN, LISTEN, outside_burners
+from tests.support.burners import BURN, listening_burner, outside_burners, start_burning
 
 DATA = Path(__file__).parent / "data"
 
@@ -82,32 +82,17 @@ def test_a_child_that_ended_within_the_window_stays_ours():
 
 def test_a_server_listening_outside_the_runs_tree_is_the_runs_but_not_a_starter_above_the_run():
     """The listener's tree is the run's; its starter too, unless that one is above the run (here: this process)."""
-    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a run's root, and its server's pid
-    listener = subprocess.Popen(
-        [sys.executable, "-c", LISTEN.format(burn=BURN.format(seconds=1.0))],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert listener.stdin is not None and listener.stdout is not None
+    with listening_burner() as (run, listener, port, proc):  # run: a run's root, and its server's pid
         servers = RunServers()
-        servers.adopt(run.pid, run.pid, int(listener.stdout.readline()))
-        assert {pid for pid, _ in servers.roots} == {listener.pid}  # not this process: the run's parent
-        meter = Meter(run.pid, servers=servers)
-        listener.stdin.write(b"go\n")
-        listener.stdin.flush()
+        servers.adopt(run, run, port)
+        assert {pid for pid, _ in servers.roots} == {listener}  # not this process: the run's parent
+        meter = Meter(run, servers=servers)
+        start_burning(proc)
         time.sleep(1.5)
         window = meter.stop()
-        proc = psutil.Process(listener.pid)
-        t = proc.cpu_times()
-        burned = t.user + t.system + t.children_user + t.children_system + sum(cpu_of(c.pid) for c in proc.children())
-    finally:
-        for proc in (run, listener):
-            proc.kill()
-            proc.wait()
-        assert listener.stdin is not None and listener.stdout is not None
-        listener.stdin.close()
-        listener.stdout.close()
+        found = psutil.Process(listener)
+        t = found.cpu_times()
+        burned = t.user + t.system + t.children_user + t.children_system + sum(cpu_of(c.pid) for c in found.children())
     assert burned > 0.05
     assert window.ours_cpu_s >= 0.9 * burned - 0.05
     assert window.ours_cpu_s < burned + 0.5  # this process (above the run) is not the run's

@@ -24,6 +24,35 @@ time.sleep(60)
 
 
 @contextlib.contextmanager
+def listening_burner(idle_seconds: float = 60) -> Iterator[tuple[int, int, int, subprocess.Popen[bytes]]]:
+    """A server stand-in outside a run's tree: (an idle process's pid, the run's root or watchdog; the listener's
+    pid; its port; the listener, whose stdin starts one second of CPU burning in a child). Both killed after."""
+    idle = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({idle_seconds})"])
+    listener = subprocess.Popen(
+        [sys.executable, "-c", LISTEN.format(burn=BURN.format(seconds=1.0))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert listener.stdin is not None and listener.stdout is not None
+        yield idle.pid, listener.pid, int(listener.stdout.readline()), listener
+    finally:
+        for proc in (idle, listener):
+            proc.kill()
+            proc.wait()
+        assert listener.stdin is not None and listener.stdout is not None
+        listener.stdin.close()
+        listener.stdout.close()
+
+
+def start_burning(listener: subprocess.Popen[bytes]) -> None:
+    """Tell a ``listening_burner`` to burn its second of CPU."""
+    assert listener.stdin is not None
+    listener.stdin.write(b"go\n")
+    listener.stdin.flush()
+
+
+@contextlib.contextmanager
 def outside_burners(count: int, folder: Path, seconds: float = 600) -> Iterator[list[int]]:
     """``count`` CPU burners, detached (a shell starts them in the background and exits, so they are nobody's
     child here: another job's processes); their pids while the block runs; killed after it (they also stop by
