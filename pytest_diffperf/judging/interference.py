@@ -117,24 +117,24 @@ class Beyond:
     own_wait_ms: float | None = None  # the baseline's own wait for a CPU, not allowed twice
 
 
-def _failing(result: ScenarioResult) -> list[tuple[str, float | None, float | None, float, bool]]:
+def _failing(result: ScenarioResult) -> list[tuple[str, float | None, float | None, float, str | None]]:
     """The failing checks: name, lower end (the value where judged without noise or by point value), value, limit,
-    memory or not."""
+    kind."""
     kinds = {c.name: c.kind for c in result.checks}
     noisy = {c.name: c for c in result.noise.checks} if result.noise is not None else {}
-    found: list[tuple[str, float | None, float | None, float, bool]] = [
+    found: list[tuple[str, float | None, float | None, float, str | None]] = [
         (
             c.name,
             c.actual if c.judged_by == "point value" else c.low,
             c.actual,
             c.limit,
-            kinds.get(c.name) in MEMORY_KINDS,
+            kinds.get(c.name),
         )
         for c in noisy.values()
         if c.verdict == "fail"
     ]
     found += [
-        (c.name, c.actual, c.actual, c.limit, c.kind in MEMORY_KINDS)
+        (c.name, c.actual, c.actual, c.limit, c.kind)
         for c in result.checks
         if c.verdict == "fail" and c.name not in noisy
     ]
@@ -148,12 +148,15 @@ def beyond_busy(
     own: tuple[float, float] | None = None,
 ) -> Beyond | None:
     """The first failing check beyond the slowdown the busy ``windows`` explain, the requests having spent (CPU
-    ms, ms waiting for a CPU) of the server's, beyond the baseline's ``own`` (None: every fail lies within it)."""
+    ms, ms waiting for a CPU) of the server's, beyond the baseline's ``own`` (None: every fail lies within it).
+
+    The server's load is no part of a request: the requests' wait says nothing of its own, so it is allowed the
+    requests' stretch alone (``explained`` would set the requests' milliseconds of waiting against its seconds)."""
     if not any(cpu is not None and wait is not None for cpu, wait in requests):
         own = None  # a wait estimated from the load is allowed whole
     factor, delay = stretch_and_wait(requests, [(w.load_avg[0], w.cpus) for w in windows], own)
-    for name, low, value, limit, memory in _failing(result):
-        bound = 1.0 if memory else explained(value, delay, factor)
+    for name, low, value, limit, kind in _failing(result):
+        bound = 1.0 if kind in MEMORY_KINDS else factor if kind == "load" else explained(value, delay, factor)
         if beyond(low, limit, bound):
             assert low is not None
             return Beyond(name, low, limit, bound, own[1] if own is not None else None)

@@ -213,6 +213,20 @@ def test_a_memory_fail_is_never_the_busy_machine_s():
     assert over is not None and over.bound == 1.0
 
 
+def test_the_server_load_is_allowed_the_requests_stretch_not_their_milliseconds_of_waiting():
+    # bench_busy beside two burners: a load of 19.4 s against 7.1 s; the requests waited 215 ms in 190 of CPU.
+    # Set against 19.4 s those milliseconds explained x1.01, and no change failed; their stretch is x2.13.
+    requests = [(190.0, 215.0)] * 3
+    load = CheckRecord(name="load", kind="load", actual=19_400.0, expected=7_100.0, limit=10_700.0, rel=0.5,
+                       pad=20.0, verdict="fail")  # fmt: skip
+    result = failed()
+    result.checks = [load]
+    assert beyond_busy(result, [BUSY], requests) is None  # 19.4 s within 10.7 s x 2.13
+    result.checks = [load.model_copy(update={"actual": 25_000.0})]
+    over = beyond_busy(result, [BUSY], requests)
+    assert over is not None and over.check == "load" and over.bound == pytest.approx(1 + 215 / 190)
+
+
 def regressed_ab(low: float, candidate_ms: float, requests: list[tuple[float, float]]) -> ScenarioResult:
     result = ab_result("regressed")
     assert result.ab is not None
