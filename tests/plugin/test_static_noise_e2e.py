@@ -67,7 +67,8 @@ def test_one_request_keeps_sglangs_rule(pytester, suite, measured):
     """A case of one request cannot show its noise: the limit formula alone, as SGLang judges it."""
     case, baseline = measured
     one = dict(case, perf_repeat_requests=1)
-    pytester.runpytest(*suite([one], {"tiny": baseline}, {"pr_test": dict(TIGHT, e2e=50.0), "long_term": TIGHT}))
+    wide = dict.fromkeys(TIGHT, 50.0)  # no figure near a limit on a shared machine: the verdict is the formula's
+    pytester.runpytest(*suite([one], {"tiny": baseline}, {"pr_test": wide, "long_term": TIGHT}))
     scenario = results(pytester)["scenarios"][0]
     assert scenario["noise"] is None
     assert scenario["verdict"] == "pass"
