@@ -227,6 +227,28 @@ def test_the_server_load_is_allowed_the_requests_stretch_not_their_milliseconds_
     assert over is not None and over.check == "load" and over.bound == pytest.approx(1 + 215 / 190)
 
 
+def one_check(kind: str, name: str, actual: float, expected: float, limit: float) -> ScenarioResult:
+    result = failed()
+    result.checks = [CheckRecord(name=name, kind=kind, actual=actual, expected=expected, limit=limit, rel=0.1,
+                                 pad=0.0, verdict="fail")]  # fmt: skip
+    return result
+
+
+def test_the_baseline_s_own_wait_is_netted_from_e2e_alone_and_only_where_it_fits_in_its_e2e():
+    # docs/benchmarks.md's x2 beside one burner: the baseline's request (e2e 509 ms) had waited 300 ms already
+    e2e = one_check("e2e", "e2e", 1020.0, 509.0, 560.0)
+    over = beyond_busy(e2e, [BUSY], [(180.0, 500.0)], own=(180.0, 300.0))
+    assert over is not None and over.bound == pytest.approx(1020 / 820) and over.own_wait_ms == 300.0
+    # a test of the suite, no change beside four burners: the baseline waited 1540 ms (threads side by side) in a
+    # 608 ms request, on steps 1 and 3; the run's step 2 (59.9 ms, limit 47.5) waited like every part of the run
+    run = [(90.0, 320.0), (100.0, 390.0), (90.0, 292.0)]
+    step = one_check("step", "step[2]", 59.89, 27.52, 47.52)
+    step.checks.append(one_check("e2e", "e2e", 342.0, 608.3, 690.0).checks[0].model_copy(update={"verdict": "pass"}))
+    assert beyond_busy(step, [BUSY], run, own=(70.0, 1539.91)) is None
+    e2e_off_path = one_check("e2e", "e2e", 900.0, 608.3, 690.0)
+    assert beyond_busy(e2e_off_path, [BUSY], run, own=(70.0, 1539.91)) is None  # its wait not netted: > its e2e
+
+
 def regressed_ab(low: float, candidate_ms: float, requests: list[tuple[float, float]]) -> ScenarioResult:
     result = ab_result("regressed")
     assert result.ab is not None
