@@ -14,9 +14,10 @@ the load: their bound is 1.
 
 A baseline recorded on a loaded machine holds its own wait already: with the (CPU ms, wait ms) of the request its
 figures came from, only the run's wait beyond that wait is allowed (the same share of the wait on the critical path
-in both; see the docs; the judging nets it from e2e alone, where it fits in the baseline's e2e). The stretch cap stays the run's own: CPU time itself grows under contention (caches, a
-shared core: 170 ms quiet, 200 ms beside two burners), so dividing it by the baseline's stretch failed no change.
-Old baselines without it are bounded as above.
+in both; see the docs; the judging nets it from e2e alone, where it fits in the baseline's e2e). The stretch cap
+stays the run's own: CPU time itself grows under contention (caches, a shared core: 170 ms quiet, 200 ms beside
+two burners), so dividing it by the baseline's stretch failed no change. Old baselines without it are bounded as
+above.
 
 A check failed busy whose lower interval end lies beyond its limit times that bound fails; within it, it is
 inconclusive (machine busy). The derivation and its measurement: docs/verdicts.md, "A busy machine".
