@@ -54,7 +54,8 @@ def test_a_real_change_in_sglangs_denoising_stage_is_regressed_and_named(tmp_pat
     ab = scenario_of(tmp_path)["ab"]
     assert ab["verdict"] == "regressed", out
     assert ab["attribution"]["named"][0] == "DenoisingStage", ab["attribution"]
-    assert f"::{SCENARIO} - regressed: e2e +" in out and "DenoisingStage" in out, out
+    # the headline leads with e2e, or on a busy machine (noise priors x4) with the stage that regressed alone
+    assert f"::{SCENARIO} - regressed: " in out and "DenoisingStage +" in out, out
     assert done.returncode == 1
     sides = {(s["side"], s["pid"]) for s in ab["servers"]}
     assert {side for side, _ in sides} == {"base", "candidate"} and len(sides) == len(ab["servers"])
