@@ -39,7 +39,6 @@ LONGEST_FIRST = (
     "tests/plugin/test_bundled_ab.py",
     "tests/plugin/test_bundled_ground_truth.py",
     "tests/plugin/test_malformed_inputs.py",  # the fast tests' longest
-    "tests/test_ci_workflows.py",
 )
 
 

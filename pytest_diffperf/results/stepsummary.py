@@ -11,12 +11,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..perf.limits import MEMORY_KINDS
 from ..protocol import DENOISING_STAGE
 from .model import OUTCOMES, CheckRecord, ScenarioResult, nothing_judged
 from .nextsteps import RunContext, ground_truth_next, inconclusive_next, not_passed
 from .provenance import Provenance
 from .tables import (
-    MEMORY_KINDS,
     change,
     e2e_change,
     e2e_of,

@@ -17,11 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._util.text import format_table
-from ..perf.limits import CheckResult
+from ..perf.limits import MEMORY_KINDS, CheckResult
 from .model import CheckRecord, ScenarioResult
 from .stale import stale_note
 
-MEMORY_KINDS = frozenset({"vram", "host_anon"})
 SAMPLES_SHOWN = 8  # samples listed per check in a failure message (the rest counted)
 REASON_WIDTH = 120
 SUMMARY_HEADER = ("scenario", "outcome", "e2e ms", "expected", "Δ", "limiting check", "reason")

@@ -24,9 +24,10 @@ from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocat
 
 from ..consistency.result import PREFIX as CONSISTENCY_PREFIX
 from ..judging.verdict import PERF_PREFIX
+from ..perf.limits import MEMORY_KINDS
 from ..results.model import CheckRecord, ScenarioResult
 from ..results.nextsteps import RunContext, ground_truth_next, inconclusive_next
-from ..results.tables import MEMORY_KINDS, change, failing_checks, output_reason, pct
+from ..results.tables import change, failing_checks, output_reason, pct
 from ..serving.process import TAIL_LINES, ServerFailure, ServerLog
 from .items import ScenarioItem, plain_longrepr
 from .report import RESULT_PROPERTY
