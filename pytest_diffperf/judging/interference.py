@@ -160,20 +160,20 @@ def beyond_busy(
     factor, delay = stretch_and_wait(requests, loads)
     expected_e2e = next((c.expected for c in result.checks if c.kind == "e2e"), None)
     measured = any(cpu is not None and wait is not None for cpu, wait in requests)  # else estimated: allowed whole
-    netted = own if measured and own is not None and expected_e2e is not None and own[1] < expected_e2e else None
-    net_factor, net_delay = stretch_and_wait(requests, loads, netted)
+    netted = own[1] if measured and own is not None and expected_e2e is not None and own[1] < expected_e2e else None
+    net_delay = delay if netted is None else stretch_and_wait(requests, loads, netted)[1]
     for name, low, value, limit, kind in _failing(result):
         if kind in MEMORY_KINDS:
             bound = 1.0
         elif kind == "load":
             bound = factor
         elif kind == "e2e":
-            bound = explained(value, net_delay, net_factor)
+            bound = explained(value, net_delay, factor)
         else:
             bound = explained(value, delay, factor)
         if beyond(low, limit, bound):
             assert low is not None
-            return Beyond(name, low, limit, bound, netted[1] if kind == "e2e" and netted is not None else None)
+            return Beyond(name, low, limit, bound, netted if kind == "e2e" else None)
     return None
 
 

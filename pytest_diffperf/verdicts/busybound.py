@@ -68,19 +68,17 @@ def stretch(cpu_ms: float, wait_ms: float) -> float:
 def stretch_and_wait(
     requests: Sequence[tuple[float | None, float | None]],
     loads: Sequence[tuple[float, int]],
-    own: tuple[float, float] | None = None,
+    own_wait_ms: float | None = None,
 ) -> tuple[float, float | None]:
     """The stretch of CPU-bound time and the wait for a CPU to allow for, over requests of (server CPU ms, wait
     ms): the median request's, as the checks judge the median request (else estimated from the ``loads``).
 
-    ``own``: the baseline's (CPU ms, wait ms), the request its figures came from: its wait is in them already, so
-    a measured wait is allowed only beyond it (an estimated one whole); the stretch stays the run's."""
+    ``own_wait_ms``: the baseline's wait, of the request its figures came from: it is in them already, so a
+    measured wait is allowed only beyond it (an estimated one whole); the stretch stays the run's."""
     measured = [(cpu, wait) for cpu, wait in requests if cpu is not None and wait is not None]
     if measured:
         factor = statistics.median(stretch(cpu, wait) for cpu, wait in measured)
         waited = statistics.median(wait for _, wait in measured)
-        if own is None:
-            return factor, waited
-        return factor, max(0.0, waited - own[1])
+        return factor, waited if own_wait_ms is None else max(0.0, waited - own_wait_ms)
     factor = peak_contention(loads)
     return factor, cpu_delay_ms([cpu for cpu, _ in requests], factor)

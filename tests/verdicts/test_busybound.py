@@ -78,7 +78,7 @@ def test_a_baseline_s_own_wait_is_not_allowed_twice():
     run = [(180.0, 500.0)]
     factor, delay = stretch_and_wait(run, [])
     assert explained(1020.0, delay, factor) == pytest.approx(1020 / 520)  # x1.96: 560 x 1.96 = 1098, within
-    factor, delay = stretch_and_wait(run, [], own=(180.0, 300.0))
+    factor, delay = stretch_and_wait(run, [], own_wait_ms=300.0)
     assert (factor, delay) == (pytest.approx(stretch(180.0, 500.0)), 200.0)  # the run's stretch, the wait beyond
     bound = explained(1020.0, delay, factor)
     assert bound == pytest.approx(1020 / 820)  # only the 200 ms of wait beyond the baseline's own: x1.24
@@ -86,7 +86,7 @@ def test_a_baseline_s_own_wait_is_not_allowed_twice():
 
 
 def test_a_run_that_waited_no_more_than_its_baseline_is_explained_nothing():
-    factor, delay = stretch_and_wait([(100.0, 150.0), (100.0, 250.0)], [(9.0, 2)], own=(100.0, 300.0))
+    factor, delay = stretch_and_wait([(100.0, 150.0), (100.0, 250.0)], [(9.0, 2)], own_wait_ms=300.0)
     assert (factor, delay) == (3.0, 0.0)  # the run's stretch; no wait beyond the baseline's
     assert explained(900.0, delay, factor) == 1.0
 
@@ -95,7 +95,7 @@ def test_cpu_time_grown_under_contention_is_no_fail_of_unchanged_code():
     """bench_busy beside two burners, no change: the baseline's request took 170 ms of CPU and waited 88 ms (e2e
     237 ms, limit 261); the run's median 200 ms of CPU (the same work, slower per instruction) waiting 262 ms, e2e
     402 ms. Dividing the run's stretch by the baseline's allowed x1.52: 261 x 1.52 = 396, a fail of no change."""
-    factor, delay = stretch_and_wait([(200.0, 262.0)], [], own=(170.0, 88.0))
+    factor, delay = stretch_and_wait([(200.0, 262.0)], [], own_wait_ms=88.0)
     bound = explained(402.0, delay, factor)
     assert bound == pytest.approx(402 / (402 - 174))  # x1.76: only the wait beyond the baseline's is allowed
     assert not beyond(402.0, 261.0, bound)
@@ -103,12 +103,12 @@ def test_cpu_time_grown_under_contention_is_no_fail_of_unchanged_code():
 
 def test_a_baseline_without_its_wait_is_bounded_as_before():
     run = [(100.0, 200.0), (150.0, 150.0), (100.0, 400.0)]
-    assert stretch_and_wait(run, [(40.0, 2)], own=None) == stretch_and_wait(run, [(40.0, 2)]) == (3.0, 200.0)
+    assert stretch_and_wait(run, [(40.0, 2)], own_wait_ms=None) == stretch_and_wait(run, [(40.0, 2)]) == (3.0, 200.0)
 
 
 def test_a_wait_estimated_from_the_load_is_allowed_whole():
     # the run's waits not read (no schedstat): the baseline's measured wait is not netted from an estimate
-    assert stretch_and_wait([(100.0, None)], [(6.0, 2)], own=(100.0, 150.0)) == (3.0, 200.0)
+    assert stretch_and_wait([(100.0, None)], [(6.0, 2)], own_wait_ms=150.0) == (3.0, 200.0)
 
 
 @pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
@@ -120,5 +120,5 @@ def test_the_bound_covers_any_slowdown_the_extra_wait_causes(share, alone, own_w
     alone): baseline e2e ``alone + share * own_wait``, the run's ``alone + share * wait``. The bound (every
     millisecond of the extra wait on the critical path) is never below the ratio."""
     baseline, measured = alone + share * own_wait, alone + share * wait
-    factor, delay = stretch_and_wait([(alone, wait)], [], own=(alone, own_wait))
+    factor, delay = stretch_and_wait([(alone, wait)], [], own_wait_ms=own_wait)
     assert measured / baseline <= explained(measured, delay, factor) + 1e-12
