@@ -67,25 +67,25 @@ def test_bundled_plan_keeps_server_groups_together():
     matrix = json.loads(result.stdout)
     assert matrix == {
         "include": [
-            {"shard": 1, "of": 2, "scenarios": ["wan_tiny_t2v", "wan_tiny_i2v"], "servers": 2, "estimated_s": 34.7},
+            {"shard": 1, "of": 2, "scenarios": ["sd_tiny_t2i", "sd_tiny_t2i_192", "wan_tiny_i2v"], "servers": 2, "estimated_s": 28.8},
             {
                 "shard": 2,
                 "of": 2,
-                "scenarios": ["flux_tiny_t2i", "flux_tiny_t2i_8steps", "sd_tiny_t2i", "sd_tiny_t2i_192", "flux_kontext_tiny_edit"],
+                "scenarios": ["flux_tiny_t2i", "flux_tiny_t2i_8steps", "wan_tiny_t2v", "flux_kontext_tiny_edit"],
                 "servers": 3,
-                "estimated_s": 37.5,
+                "estimated_s": 31.3,
             },
         ]
     }  # fmt: skip
-    assert "7 scenarios, 5 server groups, estimated 72 s; 2 shard(s):" in result.stderr
-    assert "shard 2/2: 5 scenarios, 3 server starts, estimated 37 s" in result.stderr
+    assert "7 scenarios, 5 server groups, estimated 60 s; 2 shard(s):" in result.stderr
+    assert "shard 2/2: 4 scenarios, 3 server starts, estimated 31 s" in result.stderr
 
 
 def test_without_a_case_file_each_scenario_is_its_own_group_and_n_is_chosen():
     result = plan("data/perf_baselines/cpu.json", "--target-time", "20", "--min-time", "10")
     assert result.returncode == 0, result.stderr
     entries = json.loads(result.stdout)["include"]
-    assert len(entries) == 5  # ceil(88.9 / 20), within [ceil(88.9 / 2400), floor(88.9 / 10)]
+    assert len(entries) == 4  # ceil(70.7 / 20), within [ceil(70.7 / 2400), floor(70.7 / 10)]
     assert sum(e["servers"] for e in entries) == 7
 
 
