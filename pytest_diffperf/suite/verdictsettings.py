@@ -123,7 +123,7 @@ def ab_policy(
     if override is not None:
         e2e = denoise = agg = override
     d = VerdictPolicy() if mode == "together" else one_at_a_time(VerdictPolicy())
-    d = d if priors is None else calibrated(d, priors)
+    d = d if priors is None else calibrated(d, priors.ab)
     return replace(
         d,
         e2e=replace(d.e2e, tolerance=e2e),

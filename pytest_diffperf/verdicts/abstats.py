@@ -180,8 +180,7 @@ class ABResult:
     process_pairs: int
     requests: int
     stop: StopReason | None = None
-    busy_pairs: int = 0  # process pairs measured on a busy machine: judged with the priors busy_noise times wider
-    busy_noise: float = BUSY_NOISE  # the policy's (1: priors calibrated on a busy machine)
+    busy_pairs: int = 0  # process pairs measured on a busy machine: judged with the priors BUSY_NOISE times wider
     projected_pairs: int = 0  # the process pairs in all it is projected to need (:func:`projected_pairs`)
 
     def text(self) -> str:
@@ -213,12 +212,7 @@ class ABResult:
             f"; {m.label} noisier than calibrated (within {m.within:.3f} > {NOISY:g} x prior {m.within_prior:.3f})"
             for m in noisy
         )
-        widened = (
-            f"noise priors x{self.busy_noise:g}"
-            if self.busy_noise != 1
-            else "noise priors calibrated busy, as they are"
-        )
-        busy = f"; {self.busy_pairs} measured busy: {widened}" if self.busy_pairs else ""
+        busy = f"; {self.busy_pairs} measured busy: noise priors x{BUSY_NOISE:g}" if self.busy_pairs else ""
         return head + "; ".join(parts) + budget + warning + busy
 
 
@@ -365,9 +359,7 @@ class Sequential:
         result = self.last = analyse(self.pairs, self.design, policy, denoising=self.denoising)
         decision = self.design.decide(len(self.pairs), result.verdict)
         if decision.stop:
-            self.result = replace(
-                result, stop=decision.reason, busy_pairs=self.busy_pairs, busy_noise=policy.busy_noise
-            )
+            self.result = replace(result, stop=decision.reason, busy_pairs=self.busy_pairs)
         return self.result
 
 

@@ -114,7 +114,6 @@ class VerdictPolicy:
     denoise_agg: MetricSpec = MetricSpec("denoise_agg", 0.10, DENOISE_NOISE)
     load: MetricSpec = MetricSpec("load", 0.25, LOAD_NOISE)
     overrides: Mapping[str, MetricSpec] = field(default_factory=dict)
-    busy_noise: float = BUSY_NOISE  # how much wider the priors are for a run measured busy (1: calibrated busy)
 
     def __post_init__(self) -> None:
         look_alpha(self.alpha, 1.0, 1, 1, self.spending)  # validates alpha and spending
@@ -147,10 +146,9 @@ def one_at_a_time(policy: VerdictPolicy) -> VerdictPolicy:
     )
 
 
-def busy_machine(policy: VerdictPolicy) -> VerdictPolicy:
-    """``policy`` with every noise prior ``policy.busy_noise`` times wider, weights kept: the priors describe a machine
-    no busier than the one they were measured on, so a run measured busy must not borrow their confidence."""
-    factor = policy.busy_noise
+def busy_machine(policy: VerdictPolicy, factor: float = BUSY_NOISE) -> VerdictPolicy:
+    """``policy`` with every noise prior ``factor`` times wider, weights kept: the priors describe a machine no busier
+    than the one they were measured on, so a run measured busy must not borrow their confidence."""
 
     def wider(spec: MetricSpec) -> MetricSpec:
         return replace(

@@ -153,18 +153,14 @@ def read_priors(path: Path) -> NoisePriors:
     return validate(NoisePriors, read_json_object(path), path, "")
 
 
-def calibrated(policy: VerdictPolicy, priors: NoisePriors) -> VerdictPolicy:
-    """``policy`` with the file's A/B priors (tolerances, gates and weights of the budget kept). Priors calibrated
-    on a busy machine (A/A scenarios kept with ``--include-busy``) already hold its noise: a run measured busy is
-    judged with them as they are, not ``BUSY_NOISE`` times wider again."""
+def calibrated(policy: VerdictPolicy, priors: ABPriors) -> VerdictPolicy:
+    """``policy`` with the file's A/B priors (tolerances, gates and weights of the budget kept)."""
     changes = {
         name: replace(getattr(policy, name), noise=prior.noise())
         for name in ("e2e", "denoising_stage", "denoise_agg", "stage", "load")
-        if (prior := getattr(priors.ab, name)) is not None
+        if (prior := getattr(priors, name)) is not None
     }
-    measured_busy = priors.calibration is not None and bool(priors.calibration.busy)
-    policy = replace(policy, **changes)
-    return replace(policy, busy_noise=1.0) if measured_busy else policy
+    return replace(policy, **changes)
 
 
 def calibrated_static(policy: StaticPolicy, priors: StaticPriors) -> StaticPolicy:

@@ -4,9 +4,12 @@ stage; the same build against itself never does.
 The candidate is a copy of the installed ``sglang`` package whose ``DenoisingStage.forward`` sleeps 0.4 s (about
 +40 % of a 1 s request), served with ``--diffperf-candidate=pythonpath=COPY``: its ``sglang serve`` imports the
 copy. Process pairs are started one at a time (``--diffperf-ab-prestart=0``): two SGLang servers load on the two
-cores at once, not eight. Both runs are judged with this server class's calibrated priors
-(``data/sglang_cpu/noise.json``), which the run's header names; they were measured busy, so a busy run takes them
-as they are (not 4x wider: widened, a +40 % change had no verdict after 4 process pairs).
+cores at once, not eight. The A/A run is judged with this server class's calibrated priors
+(``data/sglang_cpu/noise.json``), which the run's header names. The regression keeps the built-in priors: the file's
+were measured busy (e2e within 0.4), and a busy run widens them 4x again; with them a +40 % change had no verdict
+after 4 process pairs (10.5 minutes, beside another real-server run), where the test's budget is about 25 minutes.
+Taking the busy calibration without the 4x made this A/A test come out ``improved`` -73.5 % after 2 pairs (load 13):
+the widening stays (docs/verdicts.md).
 """
 
 from __future__ import annotations
@@ -47,14 +50,14 @@ def scenario_of(cwd) -> dict:
 
 def test_a_real_change_in_sglangs_denoising_stage_is_regressed_and_named(tmp_path, models):
     candidate = candidate_package(tmp_path / "candidate")
-    args = bundled_args(BASELINES, *AB, *CALIBRATED, f"--diffperf-candidate=pythonpath={candidate}")
+    args = bundled_args(BASELINES, *AB, f"--diffperf-candidate=pythonpath={candidate}")
     done = run_pytest(tmp_path, *args, env={MODELS_ENV: str(models)})
     out = done.stdout + done.stderr
     ab = scenario_of(tmp_path)["ab"]
     assert ab["verdict"] == "regressed", out
     assert ab["attribution"]["named"][0] == "DenoisingStage", ab["attribution"]
-    # the headline leads with e2e, or with the stage that regressed alone where e2e is not decisive
-    assert HEADER in out and f"::{SCENARIO} - regressed: " in out and "DenoisingStage +" in out, out
+    # the headline leads with e2e, or on a busy machine (noise priors x4) with the stage that regressed alone
+    assert f"::{SCENARIO} - regressed: " in out and "DenoisingStage +" in out, out
     assert done.returncode == 1
     sides = {(s["side"], s["pid"]) for s in ab["servers"]}
     assert {side for side, _ in sides} == {"base", "candidate"} and len(sides) == len(ab["servers"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
@@ -194,12 +193,10 @@ def test_a_scenario_sharing_process_pairs_stops_as_it_would_alone():
         shared["slow"].add(fed["slow"](index, DESIGN.orders(index), DESIGN.start_order(index)))
 
 
-def _busy_run(
-    seed: int, design: ABDesign, *, busy: bool, slowdown: float = 1.0, policy: VerdictPolicy | None = None
-) -> ABResult:
+def _busy_run(seed: int, design: ABDesign, *, busy: bool, slowdown: float = 1.0) -> ABResult:
     """Identical builds (or DenoisingStage ``slowdown`` x) on a busy machine: process offsets 8x the quiet machine's."""
     pipeline = FakePipeline(seed, {"DenoisingStage": slowdown}, offset_sd=0.25)
-    scenario = Sequential(design, policy)
+    scenario = Sequential(design)
     while scenario.result is None:
         index = len(scenario.pairs)
         scenario.add(pipeline(index, design.orders(index), design.start_order(index)), busy=busy)
@@ -218,19 +215,6 @@ def test_process_pairs_measured_busy_are_judged_with_wider_priors():
     result = _busy_run(0, design, busy=True)
     assert result.busy_pairs == 2 and result.text().endswith("; 2 measured busy: noise priors x4")
     assert _busy_run(0, design, busy=False).busy_pairs == 0
-
-
-def test_priors_calibrated_busy_are_not_widened_again_for_a_busy_run():
-    """Priors whose calibration was measured busy (``busy_noise`` 1, set by ``verdicts.priors.calibrated``) judge a
-    busy pair as they judge a quiet one, and the record says they were taken as they are."""
-    design = ABDesign(request_pairs=1, max_process_pairs=2, max_requests=4)
-    as_calibrated = replace(VerdictPolicy(), busy_noise=1.0)
-    for seed in range(20):
-        busy = _busy_run(seed, design, busy=True, policy=as_calibrated)
-        quiet = _busy_run(seed, design, busy=False, policy=as_calibrated)
-        assert (busy.verdict, busy.metrics) == (quiet.verdict, quiet.metrics)
-    result = _busy_run(0, design, busy=True, policy=as_calibrated)
-    assert result.text().endswith("; 2 measured busy: noise priors calibrated busy, as they are")
 
 
 def test_a_doubled_denoising_stage_is_still_regressed_on_a_busy_machine():

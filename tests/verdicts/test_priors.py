@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_diffperf.errors import DiffperfError
-from pytest_diffperf.verdicts.metrics import BUSY_NOISE, VerdictPolicy
+from pytest_diffperf.verdicts.metrics import VerdictPolicy
 from pytest_diffperf.verdicts.priors import calibrated, calibrated_static, read_priors
 from pytest_diffperf.verdicts.static import StaticPolicy
 
@@ -19,7 +19,7 @@ def test_given_priors_replace_the_defaults_and_the_rest_stays(write):
          "static": {"e2e": {"baseline": 0.03, "process": 0.02, "within": 0.04, "process_weight": 4}}},
     )  # fmt: skip
     priors = read_priors(path)
-    policy = calibrated(VerdictPolicy(), priors)
+    policy = calibrated(VerdictPolicy(), priors.ab)
     default = VerdictPolicy()
     assert (policy.e2e.noise.between, policy.e2e.noise.within) == (0.01, 0.03)
     assert policy.e2e.tolerance == default.e2e.tolerance and policy.e2e.weight == default.e2e.weight
@@ -34,16 +34,6 @@ def test_given_priors_replace_the_defaults_and_the_rest_stays(write):
     )
     assert static.denoise == StaticPolicy().denoise and static.max_attempts == 2
     assert priors.static.given and not read_priors(write("ab-only.json", {"ab": {}})).static.given
-
-
-def test_a_calibration_measured_busy_is_not_widened_again_and_a_quiet_one_is(write):
-    calibration = {"runner_class": "shared 2-vCPU", "created": "2026-12-05T22:56:53+00:00"}
-    ab = {"e2e": {"between": 0.075, "within": 0.4}}
-    quiet = read_priors(write("quiet.json", {"ab": ab, "calibration": calibration}))
-    busy = read_priors(write("busy.json", {"ab": ab, "calibration": {**calibration, "busy": ["flux (aa.json)"]}}))
-    assert calibrated(VerdictPolicy(), quiet).busy_noise == BUSY_NOISE
-    assert calibrated(VerdictPolicy(), busy).busy_noise == 1.0
-    assert calibrated(VerdictPolicy(), busy).e2e.noise.within == 0.4
 
 
 @pytest.mark.parametrize(
