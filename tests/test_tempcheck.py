@@ -33,6 +33,7 @@ def inner_temp_folders() -> set[Path]:
     return set(Path(tempfile.gettempdir()).glob("pytest-diffperf-tmp-*"))
 
 
+@pytest.mark.server
 def test_a_test_that_leaves_a_folder_in_the_temp_folder_fails_the_run(suite_hooks):
     before = inner_temp_folders()
     suite_hooks.makepyfile(test_leaves=LEAVES)

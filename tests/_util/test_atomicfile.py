@@ -119,6 +119,7 @@ def big_baseline(scenarios: int) -> dict:
     }
 
 
+@pytest.mark.server
 def test_kill_9_during_writes_leaves_old_or_new_content(tmp_path: Path):
     """A process rewriting a baseline file (two regenerated versions of one scenario) back and forth
     is SIGKILLed at random moments, 25 times (25 writers forked from one that imported the module once): the file is always exactly one of the two versions,

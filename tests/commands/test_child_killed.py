@@ -89,6 +89,7 @@ def test_a_git_side_whose_install_is_killed_leaves_no_venv(tmp_path):
     assert left_in_temp(repo) == []
 
 
+@pytest.mark.server
 def test_a_verify_sglang_whose_harness_child_is_killed_is_one_line(tmp_path):
     """SGLang's harness is foreign code run in this process: this copy's ``test_utils.py`` runs a process at import
     and raises when it dies; killed, the command names the file in one line."""

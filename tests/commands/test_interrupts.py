@@ -183,6 +183,7 @@ def test_a_git_side_interrupted_during_its_install_leaves_no_venv(tmp_path):
     assert left_in_temp(repo) == []
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(("sig", "code", "said"), SIGNALS)
 def test_an_accept_interrupted_while_it_waits_for_the_lock_writes_nothing(tmp_path, sig, code, said):
     baselines = tmp_path / "perf_baselines" / "cpu.json"
@@ -215,6 +216,7 @@ def test_an_accept_interrupted_while_it_waits_for_the_lock_writes_nothing(tmp_pa
     assert sorted(p.name for p in baselines.parent.iterdir()) == [".cpu.json.lock", "cpu.json"]
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(("sig", "code", "said"), SIGNALS)
 def test_a_verify_sglang_interrupted_in_sglangs_own_code_leaves_nothing(tmp_path, sig, code, said):
     """SGLang's harness is foreign code: this copy's ``test_utils.py`` starts a process and blocks at import."""

@@ -34,6 +34,7 @@ def results(tree, hardware: Platform) -> dict[str, str]:
     return compare_all(loaded, [entry.case for entry in lists.select(None)], {}, hardware)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("release, hardware", sorted(EQUAL))
 def test_each_release_s_own_lookup_matches_the_plugin_s(release, hardware):
     found = results(RELEASES[release], hardware)
@@ -52,6 +53,7 @@ def test_action_outputs_are_listed_as_not_expressible_with_the_reason():
     assert summary(found) == "65 equal, 18 not compared, 2 not expressible"
 
 
+@pytest.mark.server
 def test_a_release_whose_lookup_changed_is_different_and_exits_1(tmp_path, capsys):
     tree = tmp_path / "src"
     shutil.copytree(RELEASES["0.5.23"] / "sglang", tree / "sglang")

@@ -150,6 +150,7 @@ def test_a_scenario_skipped_for_its_devices_says_why(pytester, suite, monkeypatc
     ]
 
 
+@pytest.mark.server
 def test_diffperf_compare_shows_the_same_command(pytester, cases, capsys):
     _listed, args = cases
     found = plans(pytester.runpytest(*args, "--diffperf-dry-run").stdout.str())

@@ -808,6 +808,7 @@ def test_malformed_input_is_one_clear_error(bad: Bad, pytester: pytest.Pytester,
     check(bad, in_process(bad, pytester.path, pytester))
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("bad", REAL_PROCESS_CASES, ids=lambda bad: bad.id)
 def test_malformed_input_in_a_real_process(bad: Bad, real_runs: dict[str, Ran]):
     check(bad, real_runs[bad.id])

@@ -22,6 +22,8 @@ from tests.plugin import test_malformed_newer as newer
 from tests.plugin.test_malformed_inputs import CONSISTENCY, Bad, D, P, Ran, check, snapshot
 from tests.support.paths import REPO
 
+pytestmark = pytest.mark.server  # every case a real pytest process, about 100 CPU-s in all
+
 NO_DAC = ("--bounding-set=-dac_override,-dac_read_search",)  # root, held to the permission bits
 BASELINES = json.dumps(inputs.base_files()["baselines.json"])
 RO = {"ro": 0o555}

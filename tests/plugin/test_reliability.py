@@ -11,6 +11,8 @@ import sys
 import tempfile
 import time
 
+import pytest
+
 from pytest_diffperf._util import tempdirs
 from tests.support.suite import GENEROUS, tiny_case
 
@@ -43,6 +45,7 @@ def _file_size_limit(limit: int):
     return apply
 
 
+@pytest.mark.server
 def test_a_full_disk_leaves_the_old_results_file_whole_and_no_traceback(pytester, suite):
     """A real process that can write no more than 300 bytes per file (the dry run writes the results file):
     the old results file is left whole, no temporary file is left, one error line, exit status 1."""

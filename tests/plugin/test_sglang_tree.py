@@ -116,6 +116,7 @@ def test_from_elsewhere_with_absolute_paths_pytest_collects_the_same(pytester, s
     assert names[0] == names[1] and len(names[0]) == COUNTS[hardware]
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("hardware", ["h100", "npu"])
 def test_each_shard_runs_its_plan_entry_and_merge_expects_exactly_them(
     pytester, server, elsewhere, monkeypatch, hardware

@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
-from diffusers import FluxPipeline
 
 from pytest_diffperf.refserver.cli import main
 from pytest_diffperf.refserver.export import EXPORTS, builtin_model, exported
-from pytest_diffperf.refserver.modules import build_modules
 
 
 def test_an_exported_flux_loads_in_diffusers_with_the_reference_servers_weights(tmp_path, capsys):
+    # torch and diffusers imported here, not at collection: 6 CPU-s that every xdist worker paid to collect the file
+    import torch
+    from diffusers import FluxPipeline
+
+    from pytest_diffperf.refserver.modules import build_modules
+
     assert main(["export", str(tmp_path), "tiny/flux-t2i"]) == 0
     folder = tmp_path / "tiny-FLUX.1-dev"
     assert capsys.readouterr().out == f"tiny/flux-t2i: {folder}\n"

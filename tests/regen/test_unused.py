@@ -25,6 +25,7 @@ def unused_lines(out: str) -> list[str]:
     return [line for line in out.splitlines() if ": warning: unused " in line]
 
 
+@pytest.mark.server
 @needs_sglang
 def test_sglang_0_5_23_h100_two_scenarios_no_case_defines_and_thresholds_every_platform_uses(tmp_path, capsys):
     sglang = tmp_path / "sglang"

@@ -133,6 +133,7 @@ def test_waiting_for_quiet_ends_at_once_on_a_quiet_reading_and_gives_up_after_th
     assert lines[0].endswith("; --diffperf-quiet-wait=0 skips the wait")
 
 
+@pytest.mark.server
 def test_the_wait_for_quiet_is_the_runs_not_each_scenarios(tmp_path):
     """Issue 39: ``--diffperf-quiet-wait`` bounds the whole run; the announcement says so and how to skip it."""
     lines: list[str] = []

@@ -62,6 +62,7 @@ def test_a_bad_limit_is_one_error(monkeypatch, capsys):
     assert f"${guard.TIMEOUT_ENV}: expected a positive number of seconds, got 'soon'" in capsys.readouterr().err
 
 
+@pytest.mark.server
 def test_a_raising_diffusion_server_fixture_is_one_row_naming_what_raised(tmp_path, capsys):
     tree = tmp_path / "src"
     shutil.copytree(SRC / "sglang", tree / "sglang")

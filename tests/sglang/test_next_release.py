@@ -141,6 +141,7 @@ def test_a_new_field_and_a_new_modality_stop_only_their_own_case(tmp_path):
     assert len(data.cases) == H100_CASES - 2
 
 
+@pytest.mark.server
 def test_a_new_fixture_flag_and_a_new_request_field_are_named_and_verify_sglang_lists_them(tmp_path, capsys):
     tree = next_release(
         tmp_path,

@@ -44,6 +44,7 @@ def check(tree: Path, hardware: Platform = "h100") -> dict[str, str]:
     return judging.compare_all(loaded, [e.case for e in lists.select(None)], ours, hardware)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("version", sorted(RELEASES))
 def test_every_expressible_case_of_a_vendored_release_is_judged_as_the_release_judges_it(version):
     results = check(RELEASES[version])
@@ -55,6 +56,7 @@ def test_every_expressible_case_of_a_vendored_release_is_judged_as_the_release_j
     assert counts == ({28, 29} if version == "0.5.23" else {16})
 
 
+@pytest.mark.server
 def test_on_rocm_the_timing_failures_sglang_only_warns_about_are_explained():
     """SGLang's _assert_le on ROCm warns (rel 1.0) instead of failing; the plugin fails (docs/baselines.md)."""
     results = check(RELEASES["0.5.23"], "rocm")
@@ -74,6 +76,7 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
     return tree
 
 
+@pytest.mark.server
 def test_a_validator_edited_in_a_copy_is_reported_different_with_the_first_difference(tmp_path):
     """The first step allowed 2x instead of 4x: SGLang fails a first step that the plugin's 0.5.23 rule passes."""
     tree = _edited(tmp_path, "FIRST_DENOISE_STEP_TOLERANCE = 4.0", "FIRST_DENOISE_STEP_TOLERANCE = 2.0")
@@ -84,6 +87,7 @@ def test_a_validator_edited_in_a_copy_is_reported_different_with_the_first_diffe
     assert judging.summary(results) == "52 different, 26 equal, 7 not expressible"
 
 
+@pytest.mark.server
 def test_a_validator_that_stops_failing_a_missing_load_baseline_is_reported_different(tmp_path):
     head = "    def validate_load(self, summary: PerformanceSummary) -> None:\n"
     tree = _edited(tmp_path, head, head + "        if self.scenario.expected_load_ms is None:\n            return\n")

@@ -107,6 +107,7 @@ def test_as_installed_the_harness_runs_with_another_openai_and_says_so(capsys):
     assert f"warning: SGLang 0.5.23 pins openai==2.8.0, the harness runs with openai {openai_version()}" in out
 
 
+@pytest.mark.server
 def test_a_difference_is_shown_with_the_first_differing_argument_and_exits_1(tmp_path, capsys):
     tree = tmp_path / "src"
     shutil.copytree(RELEASES["0.5.23"] / "sglang", tree / "sglang")

@@ -41,6 +41,7 @@ def test_h100_plans_are_balanced_and_cover_every_scenario_once(sglang_data):
         assert ratio <= 1.05
 
 
+@pytest.mark.server
 def test_h100_plan_is_the_same_from_two_processes(sglang_data):
     folder = str(sglang_data / "v0.5.23" / "perf_baselines")
     script = (
