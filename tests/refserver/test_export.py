@@ -12,7 +12,7 @@ from pytest_diffperf.refserver.export import EXPORTS, builtin_model, exported
 
 
 def test_an_exported_flux_loads_in_diffusers_with_the_reference_servers_weights(tmp_path, capsys):
-    # torch and diffusers imported here, not at collection: 6 CPU-s that every xdist worker paid to collect the file
+    # diffusers and the reference server's modules imported here, not at collection: about 2 CPU-s per xdist worker
     import torch
     from diffusers import FluxPipeline
 
