@@ -118,8 +118,8 @@ def test_xdist_workers_keep_groups_and_get_disjoint_devices_and_ports(xdist_run)
 def test_two_shards_merged_equal_one_unsharded_run(xdist_run, cases, tmp_path, capsys):
     shards = [bundled(tmp_path / f"results-{k}.json", cases, f"--diffperf-shard={k}/2") for k in (1, 2)]  # two CI jobs
     outputs = [finish(proc) for proc in shards]
-    assert "diffperf: shard 1/2: 2 scenario(s), 2 server start(s)" in outputs[0]
-    assert "diffperf: shard 2/2: 5 scenario(s), 3 server start(s)" in outputs[1]
+    assert "diffperf: shard 1/2: 3 scenario(s), 2 server start(s)" in outputs[0]
+    assert "diffperf: shard 2/2: 4 scenario(s), 3 server start(s)" in outputs[1]
     files = [str(tmp_path / f"results-{k}.json") for k in (1, 2)]
     plan = ["plan", "data/perf_baselines/cpu.json", "--shards", "2", "--cases", str(cases), "--hardware", "cpu"]
     planned = diffperf(*plan, "--server", "reference", cwd=REPO)
