@@ -97,19 +97,17 @@ def _merge(existing: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str
             entry[key] = {**old, **{s: v for s, v in value.items() if old.get(s, ...) is not None}}
         elif old is not None and key != REQUEST_CPU:
             entry[key] = value
-    return _with_request_cpu(entry, existing, measured)
+    _with_request_cpu(entry, existing, measured)
+    return entry
 
 
-def _with_request_cpu(
-    entry: dict[str, Any], existing: Mapping[str, Any], measured: Mapping[str, Any]
-) -> dict[str, Any]:
-    """``entry`` with the request CPU figures of the e2e it keeps (none where that request's were not read)."""
+def _with_request_cpu(entry: dict[str, Any], existing: Mapping[str, Any], measured: Mapping[str, Any]) -> None:
+    """Give ``entry`` the request CPU figures of the e2e it keeps (none where that request's were not read)."""
     source = measured if entry.get(E2E) == measured.get(E2E) else existing
     if REQUEST_CPU in source:
         entry[REQUEST_CPU] = source[REQUEST_CPU]
     else:
         entry.pop(REQUEST_CPU, None)
-    return entry
 
 
 def _improve(
