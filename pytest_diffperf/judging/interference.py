@@ -17,7 +17,7 @@ from ..results.model import (
     ScenarioResult,
 )
 from ..serving.interference import BusyPolicy, Interference
-from ..verdicts.busybound import beyond, explained, stretch_and_wait
+from ..verdicts.busybound import beyond, cpu_growth, explained, stretch_and_wait
 from .verdict import PERF_PREFIX
 
 NEXT = (
@@ -155,9 +155,11 @@ def beyond_busy(
     request the baseline waited, and a wait summed over threads side by side is off that path (a baseline that
     waited 1540 ms in a 608 ms request, on steps 1 and 3, failed no change on step 2). The server's load is no part
     of a request: it is allowed the requests' stretch alone (``explained`` would set their milliseconds of waiting
-    against its seconds)."""
+    against its seconds). Every timing check is allowed the growth of the requests' CPU time over the baseline's
+    request's on top (``busybound.cpu_growth``): the same work takes more CPU time on a contended machine."""
     loads = [(w.load_avg[0], w.cpus) for w in windows]
     factor, delay = stretch_and_wait(requests, loads)
+    growth = cpu_growth([cpu for cpu, _ in requests], own[0] if own is not None else None)
     expected_e2e = next((c.expected for c in result.checks if c.kind == "e2e"), None)
     measured = any(cpu is not None and wait is not None for cpu, wait in requests)  # else estimated: allowed whole
     netted = own[1] if measured and own is not None and expected_e2e is not None and own[1] < expected_e2e else None
@@ -166,11 +168,11 @@ def beyond_busy(
         if kind in MEMORY_KINDS:
             bound = 1.0
         elif kind == "load":
-            bound = factor
+            bound = factor * growth
         elif kind == "e2e":
-            bound = explained(value, net_delay, factor)
+            bound = explained(value, net_delay, factor) * growth
         else:
-            bound = explained(value, delay, factor)
+            bound = explained(value, delay, factor) * growth
         if beyond(low, limit, bound):
             assert low is not None
             return Beyond(name, low, limit, bound, netted if kind == "e2e" else None)

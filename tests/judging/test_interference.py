@@ -249,6 +249,29 @@ def test_the_baseline_s_own_wait_is_netted_from_e2e_alone_and_only_where_it_fits
     assert beyond_busy(e2e_off_path, [BUSY], run, own=(70.0, 1539.91)) is None  # its wait not netted: > its e2e
 
 
+# bench_busy's unchanged scenario (baseline: e2e 171.38 ms, its request 170 ms of CPU and 22 ms waiting), two runs
+# that failed before the CPU growth was allowed (2026-12-06): (server CPU ms, wait ms) of each request
+BESIDE_TWO_BURNERS = [(200.0, 187.0), (190.0, 105.93), (200.0, 137.25), (180.0, 133.66), (230.0, 154.54),
+                      (210.0, 132.13), (230.0, 203.42), (240.0, 223.7), (240.0, 225.41)]  # fmt: skip
+BESIDE_THE_SUITE = [(180.0, 52.58), (200.0, 28.77), (200.0, 48.57), (200.0, 56.17), (200.0, 111.15), (180.0, 50.38),
+                    (180.0, 63.72), (180.0, 86.98), (200.0, 264.99)]  # fmt: skip
+OWN = (170.0, 22.0)
+
+
+def test_cpu_time_grown_under_contention_is_allowed_and_twice_the_cpu_time_is_not():
+    # e2e 339 ms (limit 191.38): the wait beyond the baseline's explained x1.67 (320 ms); the CPU time, 210 ms
+    # against 170, the rest
+    e2e = one_check("e2e", "e2e", 339.25, 171.38, 191.38)
+    assert beyond_busy(e2e, [BUSY], BESIDE_TWO_BURNERS, own=OWN) is None
+    # the server's load, 15.7 s against 7.4 s (limit 11.1 s): the requests' stretch x1.29 and CPU growth x1.18
+    load = one_check("load", "load", 15_681.46, 7_430.09, 11_145.14)
+    assert beyond_busy(load, [BUSY], BESIDE_THE_SUITE, own=OWN) is None
+    # the same waits with twice the CPU time: growth is capped at x1.3, and a 2x slowdown still fails
+    doubled = [(2 * cpu, wait) for cpu, wait in BESIDE_TWO_BURNERS]
+    over = beyond_busy(one_check("e2e", "e2e", 560.0, 171.38, 191.38), [BUSY], doubled, own=OWN)
+    assert over is not None and over.bound < 560.0 / 191.38
+
+
 def regressed_ab(low: float, candidate_ms: float, requests: list[tuple[float, float]]) -> ScenarioResult:
     result = ab_result("regressed")
     assert result.ab is not None

@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 
 from pytest_diffperf.verdicts.busybound import (
+    CPU_GROWTH_CAP,
     beyond,
     contention,
     cpu_delay_ms,
+    cpu_growth,
     explained,
     peak_contention,
     stretch,
@@ -122,3 +124,10 @@ def test_the_bound_covers_any_slowdown_the_extra_wait_causes(share, alone, own_w
     baseline, measured = alone + share * own_wait, alone + share * wait
     factor, delay = stretch_and_wait([(alone, wait)], [], own_wait_ms=own_wait)
     assert measured / baseline <= explained(measured, delay, factor) + 1e-12
+
+
+def test_cpu_time_grown_beyond_the_baselines_is_allowed_up_to_the_cap():
+    assert cpu_growth([200.0, 210.0, 230.0], own_cpu_ms=170.0) == pytest.approx(210 / 170)
+    assert cpu_growth([160.0], own_cpu_ms=170.0) == 1.0  # less CPU time explains nothing
+    assert cpu_growth([340.0, 400.0], own_cpu_ms=170.0) == CPU_GROWTH_CAP  # twice the work is the code's
+    assert cpu_growth([None, None], own_cpu_ms=170.0) == cpu_growth([200.0], own_cpu_ms=None) == 1.0
