@@ -29,4 +29,7 @@ def test_the_readmes_a_b_example_names_the_stage(tmp_path):
     s = scenarios(results)["flux_kontext_tiny_edit"]
     assert s["ab"]["verdict"] == "regressed"
     assert s["ab"]["attribution"]["named"][0] == "DenoisingStage"
-    assert "regressed: e2e +" in proc.stdout and "DenoisingStage +" in proc.stdout and "explains" in proc.stdout
+    # the headline leads with e2e, or, where a busy machine (noise priors x4) leaves e2e undecided, with the stage
+    heads = [line for line in proc.stdout.splitlines() if "regressed: " in line]
+    assert any("regressed: e2e +" in h or "regressed: DenoisingStage +" in h for h in heads), heads
+    assert "DenoisingStage +" in proc.stdout and "explains" in proc.stdout
