@@ -33,7 +33,8 @@ from collections.abc import Iterable, Sequence
 
 # The most the same work's CPU time grows under contention, as the median request sees it: bench_busy's unchanged
 # scenario took 170 ms of server CPU in its baseline's request and a median of up to 210-215 ms in runs beside other
-# jobs and burners (x1.26; single requests up to 240 ms), docs/benchmarks.md, "The busy-machine bound".
+# jobs and burners (x1.26; single requests up to 240 ms), docs/benchmarks.md, "The busy-machine bound"; every
+# request's figures: benchmarks/results/bench_busy-2026-12-06-*.json.gz.
 CPU_GROWTH_CAP = 1.3
 
 
