@@ -4,12 +4,9 @@ stage; the same build against itself never does.
 The candidate is a copy of the installed ``sglang`` package whose ``DenoisingStage.forward`` sleeps 0.4 s (about
 +40 % of a 1 s request), served with ``--diffperf-candidate=pythonpath=COPY``: its ``sglang serve`` imports the
 copy. Process pairs are started one at a time (``--diffperf-ab-prestart=0``): two SGLang servers load on the two
-cores at once, not eight. The A/A run is judged with this server class's calibrated priors
-(``data/sglang_cpu/noise.json``), which the run's header names. The regression keeps the built-in priors: the file's
-were measured busy (e2e within 0.4), and a busy run widens them 4x again; with them a +40 % change had no verdict
-after 4 process pairs (10.5 minutes, beside another real-server run), where the test's budget is about 25 minutes.
-Taking the busy calibration without the 4x made this A/A test come out ``improved`` -73.5 % after 2 pairs (load 13):
-the widening stays (docs/verdicts.md).
+cores at once, not eight. Both tests judge with this server class's calibrated priors (``data/sglang_cpu/noise.json``,
+two quiet A/A runs), which the run's header names; a run measured busy widens them x4. A calibration made busy is no
+bound for the next busy run (docs/verdicts.md): with one taken unwidened the A/A test came out ``improved`` -73.5 %.
 """
 
 from __future__ import annotations
@@ -50,10 +47,11 @@ def scenario_of(cwd) -> dict:
 
 def test_a_real_change_in_sglangs_denoising_stage_is_regressed_and_named(tmp_path, models):
     candidate = candidate_package(tmp_path / "candidate")
-    args = bundled_args(BASELINES, *AB, f"--diffperf-candidate=pythonpath={candidate}")
+    args = bundled_args(BASELINES, *AB, *CALIBRATED, f"--diffperf-candidate=pythonpath={candidate}")
     done = run_pytest(tmp_path, *args, env={MODELS_ENV: str(models)})
     out = done.stdout + done.stderr
     ab = scenario_of(tmp_path)["ab"]
+    assert HEADER in out, out
     assert ab["verdict"] == "regressed", out
     assert ab["attribution"]["named"][0] == "DenoisingStage", ab["attribution"]
     # the headline leads with e2e, or on a busy machine (noise priors x4) with the stage that regressed alone
