@@ -19,12 +19,15 @@ machine's other users included: it is not this script's to quiet). Outputs are n
     python benchmarks/bench_busy.py [--runs 10] [--settle 10] [--json out.json] [--smoke]
 
 ``--smoke``: one run of x1 and x4 beside one burner (CI checks that the script still runs).
+``--table FILE ...``: no runs; the table of the runs saved with ``--json`` in these files (``.json.gz`` too), merged
+per load (several sessions' runs of the same code).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import json
 import os
 import shutil
@@ -142,13 +145,27 @@ def table(runs: dict[int, list[dict[str, Any]]], slowdowns: tuple[float, ...]) -
     return "\n".join(lines)
 
 
+def saved_runs(paths: list[Path]) -> dict[int, list[dict[str, Any]]]:
+    """The runs of these ``--json`` files, per number of burners, in the files' order."""
+    runs: dict[int, list[dict[str, Any]]] = {}
+    for path in paths:
+        with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as f:
+            for burn, found in json.load(f)["runs"].items():
+                runs.setdefault(int(burn), []).extend(found)
+    return dict(sorted(runs.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--settle", type=float, default=10.0, help="seconds the burners run before a run")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--smoke", action="store_true", help="one run of x1 and x4 beside one burner")
+    parser.add_argument("--table", type=Path, nargs="+", metavar="FILE", help="print the table of saved runs only")
     args = parser.parse_args()
+    if args.table:
+        print(table(saved_runs(args.table), SLOWDOWNS))
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench_busy: terminated"))  # burners and fork server ended
     slowdowns = (1.0, 4.0) if args.smoke else SLOWDOWNS
     loads = (1,) if args.smoke else (0, 1, 2)

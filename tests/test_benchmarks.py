@@ -104,3 +104,21 @@ def test_every_section_the_repository_cites_in_the_benchmark_pages_is_there():
     missing = [(str(path.relative_to(REPO)), page, name) for path, page, name in cited if not any(
         h.startswith(name) for h in headings[page])]  # fmt: skip
     assert not missing
+
+
+def test_the_busy_table_of_saved_runs_is_the_one_in_the_docs():
+    """``bench_busy.py --table`` merges saved runs per load: the two runs of 2026-12-06 after the CPU-growth fix give
+    the table docs/benchmarks.md shows for them."""
+    saved = [REPO / f"benchmarks/results/bench_busy-2026-12-06-{commit}.json.gz" for commit in ("2070867", "f8fb344")]
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks/bench_busy.py"), "--table", *map(str, saved)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = proc.stdout.splitlines()
+    assert len(rows) == 2 + 15 and "| x2 | 1 | 5 | 0 | 0 | 5 | 1.6-4.1 | 50%-72% |" in rows, proc.stdout
+    assert "  " + rows[2] in (REPO / "docs/benchmarks.md").read_text()
