@@ -32,6 +32,7 @@ def our_children() -> set[int]:
 
 
 # An alarm that lands in a weakref callback is ignored there (reported as unraisable) and comes again 0.5 s later.
+@pytest.mark.server  # waits out its 5 s limit: out of the fast tests
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize(
     ("file", "command"), [("gpu_cases.py", "import-cases"), ("test_server_utils.py", "verify-sglang")]
