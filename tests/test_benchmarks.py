@@ -39,6 +39,18 @@ SMOKES = {
 }
 
 
+def run_benchmark(name: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/NAME.py ARGS`` at the repo root, with this checkout first on the path."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / f"{name}.py"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+    )
+
+
 def test_the_readme_ci_and_bench_suite_share_the_test_commands():
     spec = importlib.util.spec_from_file_location("bench_suite", REPO / "benchmarks" / "bench_suite.py")
     assert spec is not None and spec.loader is not None
@@ -61,14 +73,7 @@ def test_every_benchmark_has_a_smoke_run():
     ("name", "table"), [pytest.param(name, table, marks=marks, id=name) for name, (table, marks) in SMOKES.items()]
 )
 def test_smoke_run_prints_its_table(name: str, table: str):
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / f"{name}.py"), "--smoke"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
-    )
+    proc = run_benchmark(name, "--smoke", timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert table in proc.stdout, proc.stdout[-3000:]
 
@@ -111,14 +116,7 @@ def test_the_busy_table_of_saved_runs_is_the_one_in_the_docs():
     give the ten-run table docs/benchmarks.md shows for them."""
     commits = ("2070867", "f8fb344", "bef43f4")
     saved = [REPO / f"benchmarks/results/bench_busy-2026-12-06-{commit}.json.gz" for commit in commits]
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks/bench_busy.py"), "--table", *map(str, saved)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
-    )
+    proc = run_benchmark("bench_busy", "--table", *map(str, saved), timeout=60)
     assert proc.returncode == 0, proc.stderr
     rows = proc.stdout.splitlines()
     assert len(rows) == 2 + 15 and "| x2 | 1 | 10 | 0 | 0 | 10 | 1.6-4.1 | 50%-72% |" in rows, proc.stdout
