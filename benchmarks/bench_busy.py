@@ -146,12 +146,16 @@ def table(runs: dict[int, list[dict[str, Any]]], slowdowns: tuple[float, ...]) -
 
 
 def saved_runs(paths: list[Path]) -> dict[int, list[dict[str, Any]]]:
-    """The runs of these ``--json`` files, per number of burners, in the files' order."""
+    """The runs of these ``--json`` files, per number of burners, in the files' order (SystemExit naming a file
+    that is not one)."""
     runs: dict[int, list[dict[str, Any]]] = {}
     for path in paths:
-        with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as f:
-            for burn, found in json.load(f)["runs"].items():
-                runs.setdefault(int(burn), []).extend(found)
+        try:
+            with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as f:
+                for burn, found in json.load(f)["runs"].items():
+                    runs.setdefault(int(burn), []).extend(found)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SystemExit(f"bench_busy: {path}: not a results file of bench_busy.py --json ({exc!r})") from None
     return dict(sorted(runs.items()))
 
 

@@ -122,3 +122,13 @@ def test_the_busy_table_of_saved_runs_is_the_one_in_the_docs():
     assert len(rows) == 2 + 15 and "| x2 | 1 | 10 | 0 | 0 | 10 | 1.6-4.1 | 50%-72% |" in rows, proc.stdout
     doc = (REPO / "docs/benchmarks.md").read_text()
     assert all(f"  {row}\n" in doc for row in rows), proc.stdout
+
+
+def test_a_file_that_is_no_saved_busy_run_is_one_line(tmp_path: Path):
+    (tmp_path / "other.json").write_text('{"scenarios": []}')
+    why = {"missing.json": "FileNotFoundError(2, 'No such file or directory')", "other.json": "KeyError('runs')"}
+    for name, cause in why.items():
+        proc = run_benchmark("bench_busy", "--table", str(tmp_path / name), timeout=60)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        said = f"bench_busy: {tmp_path / name}: not a results file of bench_busy.py --json ({cause})"
+        assert proc.stderr.strip().splitlines() == [said]
