@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.machinery
 import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -193,16 +195,37 @@ def standin_modules(
     return modules
 
 
+class _PlainSource:
+    """Finds SGLang's modules on their package's ``__path__`` as plain source, ahead of the import hooks of the
+    process that runs them: inside pytest, its assertion rewriting would parse and rewrite SGLang's ``test_*.py``
+    files (``test_server_utils.py``, 69 kB) on every load, which the ``diffperf`` commands never do."""
+
+    @staticmethod
+    def find_spec(name: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> ModuleSpec | None:
+        if path is None or not _is_sglang(name):
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, path, target)
+
+
+_PLAIN_SOURCE = _PlainSource()
+
+
 @contextlib.contextmanager
 def installed(modules: Mapping[str, ModuleType]) -> Iterator[None]:
-    """``modules`` in ``sys.modules`` inside the block; ``sys.modules`` as it was (for these and ``sglang*``) after."""
+    """``modules`` in ``sys.modules`` inside the block, SGLang's other modules loaded as plain source (see
+    ``_PlainSource``); ``sys.modules`` as it was (for these and ``sglang*``) after."""
     saved = {name: sys.modules.get(name) for name in modules}
     before_sglang = {name: mod for name, mod in sys.modules.items() if _is_sglang(name)}
+    outermost = _PLAIN_SOURCE not in sys.meta_path
     try:
         sys.modules.update(modules)
+        if outermost:
+            sys.meta_path.insert(0, _PLAIN_SOURCE)
         importlib.invalidate_caches()
         yield
     finally:
+        if outermost:
+            sys.meta_path.remove(_PLAIN_SOURCE)
         for name in [n for n in sys.modules if _is_sglang(n)]:
             del sys.modules[name]
         sys.modules.update(before_sglang)

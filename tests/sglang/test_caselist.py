@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import shutil
 import sys
@@ -116,6 +117,17 @@ def test_sglang_modules_are_gone_after_loading_and_nothing_is_replaced():
     caselist.load(locate(SRC), "h100")
     assert {n for n in sys.modules if n.startswith("sglang")} == before == set()
     assert sys.modules["torch"] is torch
+
+
+def test_sglang_s_test_files_load_as_plain_source_inside_pytest():
+    """pytest's assertion rewriting (an import hook of this process) would parse and rewrite SGLang's test_*.py on
+    every load; they load as the ``diffperf`` commands load them, and the hook stays in place afterwards."""
+    hooks = list(sys.meta_path)
+    assert any(type(hook).__name__ == "AssertionRewritingHook" for hook in hooks)
+    ran = caselist.load_with_standins(locate(SRC), "h100")
+    test_utils = ran["sglang.multimodal_gen.test.test_utils"]  # imported by testcase_configs.py
+    assert type(test_utils.__loader__) is importlib.machinery.SourceFileLoader
+    assert sys.meta_path[: len(hooks)] == hooks  # nothing left in front (six appends its importer)
 
 
 def test_a_tree_s_lists_run_once_per_platform_until_one_of_its_files_changes(tmp_path, monkeypatch):
