@@ -48,23 +48,26 @@ def build_parser() -> argparse.ArgumentParser:
     return _parsers()[0]
 
 
-def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+def _parsers(
+    names: tuple[str, ...] = SUBCOMMANDS,
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The ``diffperf`` parser with the subcommands ``names`` (their modules imported), and theirs by name."""
     parser = argparse.ArgumentParser(prog="diffperf", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s (pytest-diffperf) {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
-    for name in SUBCOMMANDS:
+    for name in names:
         importlib.import_module(f"pytest_diffperf.commands.{name.replace('-', '_')}").register(sub)
     return parser, dict(sub.choices)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     """The subcommand's arguments, options and positionals in any order; what follows ``--`` is the
-    subcommand's ``passthrough`` (``diffperf bisect ... -- PYTEST-ARGS``), for those that take one."""
-    parser, commands = _parsers()
-    if not argv or argv[0] not in commands:
-        return parser.parse_args(argv)  # --help, --version, or argparse's error (it exits)
+    subcommand's ``passthrough`` (``diffperf bisect ... -- PYTEST-ARGS``), for those that take one. Only the
+    named subcommand's module is imported and its parser built."""
+    if not argv or argv[0] not in SUBCOMMANDS:
+        return _parsers()[0].parse_args(argv)  # --help, --version, or argparse's error (it exits)
     own, rest = (argv[1:], None) if "--" not in argv else (argv[1 : argv.index("--")], argv[argv.index("--") + 1 :])
-    command = commands[argv[0]]
+    command = _parsers((argv[0],))[1][argv[0]]
     args = command.parse_intermixed_args(own)
     if rest is not None:
         if not hasattr(args, "passthrough"):
