@@ -798,14 +798,27 @@ def test_the_table_is_large_and_covers_every_entry_point():
     assert commands == {"lint", "show", "plan", "merge", "compare", "import-cases", "trend"}
 
 
+def case_folder(bad: Bad, request: pytest.FixtureRequest) -> tuple[Path, pytest.Pytester | None]:
+    """Where a case runs: pytester's folder for the plugin; for ``diffperf`` (which the runner starts in its folder),
+    a ``tmp_path`` that is also its home, as pytester's is: pytester's ``sys.modules`` snapshots, taken before and
+    after each test, cost about as much as the in-process command."""
+    if bad.entry == "pytest":
+        pytester: pytest.Pytester = request.getfixturevalue("pytester")
+        return pytester.path, pytester
+    folder: Path = request.getfixturevalue("tmp_path")
+    request.getfixturevalue("monkeypatch").setenv("HOME", str(folder))
+    return folder, None
+
+
 @pytest.mark.parametrize("bad", CASES, ids=lambda bad: bad.id)
-def test_malformed_input_is_one_clear_error(bad: Bad, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+def test_malformed_input_is_one_clear_error(bad: Bad, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     if bad.modes and os.geteuid() == 0:
         pytest.skip("root reads and writes whatever the permission bits say (test_read_only_paths.py drops that)")
+    root, pytester = case_folder(bad, request)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     for name, value in bad.env.items():
-        monkeypatch.setenv(name, value.replace("{root}", str(pytester.path)))
-    check(bad, in_process(bad, pytester.path, pytester))
+        monkeypatch.setenv(name, value.replace("{root}", str(root)))
+    check(bad, in_process(bad, root, pytester))
 
 
 @pytest.mark.server

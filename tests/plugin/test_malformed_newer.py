@@ -24,6 +24,7 @@ from tests.plugin.test_malformed_inputs import (
     D,
     P,
     Ran,
+    case_folder,
     check,
     materialize,
     run_in_process,
@@ -376,15 +377,16 @@ def test_the_unbroken_inputs_pass(pytester: pytest.Pytester, args: tuple[str, ..
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda bad: bad.id)
 def test_malformed_input_is_one_clear_error(
-    bad: Bad, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder
+    bad: Bad, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder
 ):
     if bad.id.startswith("i40-toml-") and Version(pytest.__version__).release < (9,):
         pytest.skip("pytest reads a native [tool.pytest] table from 9.0 on")
+    root, pytester = case_folder(bad, request)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    materialize_all(pytester.path, bad)
-    before = snapshot(pytester.path)
-    code, out = run_in_process(bad, pytester.path, pytester)
-    check(bad, Ran(code, out, before, snapshot(pytester.path)))
+    materialize_all(root, bad)
+    before = snapshot(root)
+    code, out = run_in_process(bad, root, pytester)
+    check(bad, Ran(code, out, before, snapshot(root)))
     assert [str(w.message) for w in recwarn] == []  # the error alone (pytest 9.2 warns of a list for a string key)
 
 
