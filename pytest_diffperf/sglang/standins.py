@@ -20,6 +20,7 @@ extra={...})`` returns the stand-ins, with ``extra`` added or replacing any of t
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.machinery import ModuleSpec
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import CodeType, ModuleType, SimpleNamespace
 from typing import Any
 
 from ..errors import DiffperfError
@@ -195,16 +196,34 @@ def standin_modules(
     return modules
 
 
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """An SGLang file, compiled once per process for each content: a tree's lists load once for each platform
+    (``diffperf lint --cases`` reads all eight), and each time its files ran from source again."""
+
+    def source_to_code(  # type: ignore[override]  # typeshed's signature lacks the keyword importlib passes
+        self, data: bytes, path: str, *, _optimize: int = -1
+    ) -> CodeType:
+        return _compiled(bytes(data), path)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(source: bytes, path: str) -> CodeType:
+    return compile(source, path, "exec", dont_inherit=True)
+
+
 class _PlainSource:
     """Finds SGLang's modules on their package's ``__path__`` as plain source, ahead of the import hooks of the
     process that runs them: inside pytest, its assertion rewriting would parse and rewrite SGLang's ``test_*.py``
-    files (``test_server_utils.py``, 69 kB) on every load, which the ``diffperf`` commands never do."""
+    files (``test/test_utils.py``, 88 kB) on every load, which the ``diffperf`` commands never do."""
 
     @staticmethod
     def find_spec(name: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> ModuleSpec | None:
         if path is None or not _is_sglang(name):
             return None
-        return importlib.machinery.PathFinder.find_spec(name, path, target)
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
+            spec.loader = _SourceLoader(name, spec.loader.path)
+        return spec
 
 
 _PLAIN_SOURCE = _PlainSource()
@@ -238,7 +257,7 @@ def installed(modules: Mapping[str, ModuleType]) -> Iterator[None]:
 
 def load_source_module(name: str, path: Path) -> ModuleType:
     """Execute SGLang's file ``path`` as module ``name`` (inside ``installed``)."""
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=_SourceLoader(name, str(path)))
     if spec is None or spec.loader is None:
         raise DiffperfError("cannot load as a Python module", source=str(path))
     loaded = importlib.util.module_from_spec(spec)

@@ -6,6 +6,7 @@ import importlib.machinery
 import json
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
@@ -126,8 +127,35 @@ def test_sglang_s_test_files_load_as_plain_source_inside_pytest():
     assert any(type(hook).__name__ == "AssertionRewritingHook" for hook in hooks)
     ran = caselist.load_with_standins(locate(SRC), "h100")
     test_utils = ran["sglang.multimodal_gen.test.test_utils"]  # imported by testcase_configs.py
-    assert type(test_utils.__loader__) is importlib.machinery.SourceFileLoader
+    assert isinstance(test_utils.__loader__, importlib.machinery.SourceFileLoader)  # not pytest's hook
     assert sys.meta_path[: len(hooks)] == hooks  # nothing left in front (six appends its importer)
+
+
+def test_each_sglang_file_is_compiled_once_per_content(tmp_path, monkeypatch):
+    """A tree's lists run once for each platform, from source each time: each file is compiled once while its
+    content stays the same, and again when it changes."""
+    tree = tmp_path / "src"
+    shutil.copytree(SRC / "sglang", tree / "sglang")
+    compiled: list[str] = []
+
+    def counted(source: bytes, path: str, *args: object, **kwargs: object) -> object:
+        compiled.append(Path(path).name)
+        return compile(source, path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(standins, "compile", counted, raising=False)
+    caselist.load(locate(tree), "h100")
+    caselist.load(locate(tree), "b200")
+    assert Counter(compiled) == {  # b200's testcase_configs.py runs from a copy beside placeholders (another path)
+        "testcase_configs.py": 2,
+        "gpu_cases.py": 1,
+        "test_utils.py": 1,
+        "perf_logger.py": 1,
+        "task_type.py": 1,
+    }
+    with open(tree / "sglang" / "multimodal_gen" / "test" / "server" / "gpu_cases.py", "a") as out:
+        out.write("\n# changed\n")
+    caselist.load(locate(tree), "h100")
+    assert compiled.count("gpu_cases.py") == 2 and compiled.count("test_utils.py") == 1
 
 
 def test_a_tree_s_lists_run_once_per_platform_until_one_of_its_files_changes(tmp_path, monkeypatch):
