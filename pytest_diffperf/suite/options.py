@@ -400,6 +400,7 @@ class Settings:
 
 
 OPTIONS = tuple(f.metadata[OPTION] for f in fields(Settings))
+BY_DEST = {opt.dest: opt for opt in OPTIONS}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -413,11 +414,13 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(opt.dest, opt.help.replace("%%", "%"), type=declared_type(opt), default=None)
 
 
+TYPED_NUMBERS = Version(pytest.__version__).release >= (8, 4)  # pytest reads int and float ini keys
+
+
 def declared_type(opt: Option) -> Literal["bool", "int", "float", "string"]:
     """The ini type pytest is told: ``opt.ini_type``, but ``string`` for numbers before pytest 8.4 (which added
     ``int`` and ``float``; the plugin's own parser then reads the text, as it reads the command line)."""
-    numbers = Version(pytest.__version__).release >= (8, 4)
-    return opt.ini_type if numbers or opt.ini_type in ("bool", "string") else "string"
+    return opt.ini_type if TYPED_NUMBERS or opt.ini_type in ("bool", "string") else "string"
 
 
 NON_STRING_DEPRECATION = "Passing a value that is not a string to a 'string'-typed ini option"
@@ -428,7 +431,7 @@ INI_EXPECTED = {"bool": "true or false (1/0, yes/no, on/off)", "int": "an intege
 def ini_value(config: pytest.Config, dest: str) -> object:
     """The ini key's value (None: unset), read as its declared type; a value of another type (a TOML number where
     text belongs, a list, a word where a number belongs) is a UsageError naming the key and its file."""
-    opt = next(opt for opt in OPTIONS if opt.dest == dest)
+    opt = BY_DEST[dest]
     where = f"diffperf: ini key {dest} ({config.inipath})"
     try:
         with warnings.catch_warnings():  # pytest 9.2 deprecates a list for a string key: rejected below, by name
@@ -472,12 +475,12 @@ def _listed(text: str) -> list[object] | None:
 def option_value(config: pytest.Config, dest: str, *, early: bool = False) -> object:
     """The raw value of an option: command line, else ini key, else default (None if unset). ``early``: read
     before pytest has parsed the command line whole (in ``pytest_load_initial_conftests``)."""
-    return _raw(config, next(opt for opt in OPTIONS if opt.dest == dest), early=early)[0]
+    return _raw(config, BY_DEST[dest], early=early)[0]
 
 
 def option_path(config: pytest.Config, dest: str, *, early: bool = False) -> Path | None:
     """A path option's value as ``read_settings`` resolves it (None if unset)."""
-    opt = next(opt for opt in OPTIONS if opt.dest == dest)
+    opt = BY_DEST[dest]
     raw, base, _ = _raw(config, opt, early=early)
     return None if raw is None else _resolved(base / str(raw))
 
