@@ -62,7 +62,8 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
     """The test suite collects with the cyclic garbage collector off, then freezes what collection loaded out of its
     sight: torch, open_clip, the plugin, the test modules and items (~700k objects that live to the end). Each full
     collection during the tests then walks the tests' own objects only: the collector's time per fast-test worker
-    fell from 8-10 s to 3-5 s (docs/benchmarks.md, "bench_suite"). The README's main job runs as a user's would."""
+    fell from 8-10 s to 1.5-5 s (docs/benchmarks-archive.md, "Test suite"). The README's main job runs as a user's
+    would."""
     if session.config.getoption("diffperf", None):
         return (yield)
     gc.disable()
