@@ -36,7 +36,7 @@ def test_lint_takes_options_between_files(layout):
 
 def test_a_subcommand_imports_its_own_module_only_and_the_overview_lists_all(tmp_path):
     """Each run imports one command's module (``diffperf merge`` starts ~0.3 s sooner than with all eleven); an
-    unknown or no subcommand still gets argparse's list of every one."""
+    unknown subcommand still gets argparse's list of every one."""
     code = (
         "import sys; from pytest_diffperf.cli import main; code = main(sys.argv[1:]); "
         "print(sorted(m for m in sys.modules if m.startswith('pytest_diffperf.commands.'))); sys.exit(code)"

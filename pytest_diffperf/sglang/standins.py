@@ -197,8 +197,8 @@ def standin_modules(
 
 
 class _SourceLoader(importlib.machinery.SourceFileLoader):
-    """An SGLang file, compiled once per process for each content: a tree's lists load once for each platform
-    (``diffperf lint --cases`` reads all eight), and each time its files ran from source again."""
+    """SGLang's files, each compiled once per process for each content: a tree's lists run from source once for
+    each platform (``diffperf lint --cases`` runs all eight)."""
 
     def source_to_code(  # type: ignore[override]  # typeshed's signature lacks the keyword importlib passes
         self, data: bytes, path: str, *, _optimize: int = -1
