@@ -798,7 +798,9 @@ def test_the_table_is_large_and_covers_every_entry_point():
     assert commands == {"lint", "show", "plan", "merge", "compare", "import-cases", "trend"}
 
 
-def case_folder(bad: Bad, request: pytest.FixtureRequest) -> tuple[Path, pytest.Pytester | None]:
+def case_folder(
+    bad: Bad, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, pytest.Pytester | None]:
     """Where a case runs: pytester's folder for the plugin; for ``diffperf`` (which the runner starts in its folder),
     a ``tmp_path`` that is also its home, as pytester's is: pytester's ``sys.modules`` snapshots, taken before and
     after each test, cost about as much as the in-process command."""
@@ -806,7 +808,7 @@ def case_folder(bad: Bad, request: pytest.FixtureRequest) -> tuple[Path, pytest.
         pytester: pytest.Pytester = request.getfixturevalue("pytester")
         return pytester.path, pytester
     folder: Path = request.getfixturevalue("tmp_path")
-    request.getfixturevalue("monkeypatch").setenv("HOME", str(folder))
+    monkeypatch.setenv("HOME", str(folder))
     return folder, None
 
 
@@ -814,7 +816,7 @@ def case_folder(bad: Bad, request: pytest.FixtureRequest) -> tuple[Path, pytest.
 def test_malformed_input_is_one_clear_error(bad: Bad, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     if bad.modes and os.geteuid() == 0:
         pytest.skip("root reads and writes whatever the permission bits say (test_read_only_paths.py drops that)")
-    root, pytester = case_folder(bad, request)
+    root, pytester = case_folder(bad, request, monkeypatch)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     for name, value in bad.env.items():
         monkeypatch.setenv(name, value.replace("{root}", str(root)))

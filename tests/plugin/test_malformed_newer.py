@@ -381,7 +381,7 @@ def test_malformed_input_is_one_clear_error(
 ):
     if bad.id.startswith("i40-toml-") and Version(pytest.__version__).release < (9,):
         pytest.skip("pytest reads a native [tool.pytest] table from 9.0 on")
-    root, pytester = case_folder(bad, request)
+    root, pytester = case_folder(bad, request, monkeypatch)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     materialize_all(root, bad)
     before = snapshot(root)
