@@ -27,6 +27,7 @@ from PIL import Image
 from pytest_diffperf import plugin
 from tests.support.cli import diffperf
 from tests.support.paths import REPO, SGLANG_DATA
+from tests.support.preload import preload
 from tests.support.suite import GENEROUS, TOLERANCES, tiny_case
 
 PYTEST_ARGS = (
@@ -803,8 +804,10 @@ def case_folder(
 ) -> tuple[Path, pytest.Pytester | None]:
     """Where a case runs: pytester's folder for the plugin; for ``diffperf`` (which the runner starts in its folder),
     a ``tmp_path`` that is also its home, as pytester's is: pytester's ``sys.modules`` snapshots, taken before and
-    after each test, cost about as much as the in-process command."""
+    after each test, cost about as much as the in-process command. The plugin's modules are loaded first, as the
+    conftest does for tests that name pytester (it would drop them, and numpy cannot load twice)."""
     if bad.entry == "pytest":
+        preload()
         pytester: pytest.Pytester = request.getfixturevalue("pytester")
         return pytester.path, pytester
     folder: Path = request.getfixturevalue("tmp_path")
