@@ -12,6 +12,7 @@ left out: it runs in its own process.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import pkgutil
 from pathlib import Path
@@ -33,8 +34,9 @@ def _module_names(path: Path, prefix: str) -> list[str]:
     return names
 
 
+@functools.cache
 def preload() -> None:
-    """Import every plugin module whose libraries are installed (an absent extra is skipped)."""
+    """Import every plugin module whose libraries are installed (an absent extra is skipped); once per process."""
     for name in (*_module_names(Path(pytest_diffperf.__file__).parent, "pytest_diffperf."), *LIBRARIES):
         with contextlib.suppress(ImportError):  # a module of an extra that is not installed
             importlib.import_module(name)
