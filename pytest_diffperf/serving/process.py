@@ -280,7 +280,8 @@ class ServerProcess:
         self._reader.start()
 
     def wait_ready(self, timeout: float, progress: Progress | None = None, every: float | None = None) -> None:
-        """Poll /health (each second, as SGLang) until 200; fail at once if the process exits or prints a fatal pattern.
+        """Poll /health (each second, as SGLang) until 200; fail at once if the process exits, or at the next poll if
+        it prints a fatal pattern.
 
         ``progress`` (default: the server's own) receives a line every ``every`` seconds (default: the
         server's ``progress_every``) while waiting: the time so far and the log's last line.
@@ -301,7 +302,13 @@ class ServerProcess:
                 self.ended = self.ended or f"timeout: not ready after {timeout:.0f} s"
                 raise ServerError(f"not ready after {timeout:.0f} s (--diffperf-startup-timeout)", self.snapshot())
             beat.tick()
-            time.sleep(max(0.0, min(polled + HEALTH_POLL_S, beat.due, start + timeout) - now) + 0.01)
+            self._wait_exit(max(0.0, min(polled + HEALTH_POLL_S, beat.due, start + timeout) - now) + 0.01)
+
+    def _wait_exit(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when the process ends: a start that fails is reported at once, not a poll later."""
+        assert self._proc is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=seconds)
 
     def heartbeat(self, what: str, progress: Progress | None = None, every: float | None = None) -> Heartbeat:
         """Progress lines for ``what`` (``loading``, ``request 2``) on this server, with its log's last line."""

@@ -10,6 +10,7 @@ import time
 import psutil
 import pytest
 
+from pytest_diffperf.serving import process
 from pytest_diffperf.serving.process import ServerError, ServerProcess, free_port
 
 pytestmark = pytest.mark.server  # starts stand-in server processes
@@ -43,11 +44,14 @@ def test_fatal_pattern_fails_at_once_with_log_tail(tmp_path):
     assert (tmp_path / "log" / "server.log").read_text().startswith("loading weights")
 
 
-def test_exit_during_startup_reports_code(tmp_path):
-    server = script_server(tmp_path, "import sys\nprint('no GPU found')\nsys.exit(3)\n")
+def test_exit_during_startup_reports_code_at_once_not_a_poll_later(tmp_path, monkeypatch):
+    monkeypatch.setattr(process, "HEALTH_POLL_S", 60.0)  # the exit comes between two polls of /health
+    server = script_server(tmp_path, "import sys, time\nprint('no GPU found')\ntime.sleep(0.5)\nsys.exit(3)\n")
     server.start()
+    started = time.monotonic()
     with pytest.raises(ServerError, match=r"exited with code 3 while starting(.|\n)*no GPU found"):
-        server.wait_ready(timeout=30)
+        server.wait_ready(timeout=120, every=120)  # nor a progress line
+    assert time.monotonic() - started < 30  # not after the next poll (60 s): the wait between polls ends with it
 
 
 def test_readiness_deadline_with_progress_lines(tmp_path):
