@@ -52,6 +52,16 @@ class ConsistencyConfig:
             )
         return self.gt_dir
 
+    @property
+    def remote(self) -> bool:
+        """Ground truth comes from a remote source (fetched and cached), not from a folder."""
+        return self.sglang is not None and self.sglang.tree.fetcher is not None
+
+    @property
+    def compares_with_local_folder(self) -> bool:
+        """Outputs are compared with ground truth in a local folder: neither skipped, regenerated nor fetched."""
+        return not (self.skip or self.regen or self.remote)
+
     def describe(self) -> str:
         """One line for the report header."""
         if self.regen:
@@ -123,16 +133,14 @@ def require_extra() -> None:
 
 
 def validate_config(cfg: ConsistencyConfig) -> None:
-    """Fail early with one DiffperfError: the extra missing, no GT folder, unknown CLIP model, weights not available.
-
-    Loads no model (imports open_clip to check the model name); call it once at session start when cases will be compared.
+    """Fail early with one DiffperfError: the extra missing, no GT folder. Imports nothing: the CLIP model is
+    ``check_clip_model``'s, which the plugin calls once every other input has been read.
     """
     if cfg.skip and not cfg.regen:
         return
     require_extra()
     gt_dir = cfg.require_gt_dir()
-    remote = cfg.sglang is not None and cfg.sglang.tree.fetcher is not None
-    if remote and cfg.regen:
+    if cfg.regen and cfg.remote:
         assert cfg.sglang is not None
         raise DiffperfError(
             f"--regen-ground-truth writes into a local folder, not into {cfg.sglang.tree.label}: clone the data "
@@ -140,7 +148,12 @@ def validate_config(cfg: ConsistencyConfig) -> None:
             "ready for a pull request), or any folder",
             source="--diffperf-gt-dir",
         )
-    if not cfg.regen and not remote:
-        if not gt_dir.is_dir():
-            raise DiffperfError(f"ground-truth folder {gt_dir} does not exist", source="--diffperf-gt-dir")
+    if cfg.compares_with_local_folder and not gt_dir.is_dir():
+        raise DiffperfError(f"ground-truth folder {gt_dir} does not exist", source="--diffperf-gt-dir")
+
+
+def check_clip_model(cfg: ConsistencyConfig) -> None:
+    """DiffperfError when a run that compares with a local GT folder names an unknown CLIP model or weights that
+    are not available offline. Loads no model, but imports open_clip and torch (seconds)."""
+    if cfg.compares_with_local_folder:
         resolve_weights(cfg.clip_model, cfg.clip_pretrained)

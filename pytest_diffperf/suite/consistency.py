@@ -33,7 +33,8 @@ TEST_UTILS = Path("sglang", "multimodal_gen", "test", "test_utils.py")
 def consistency_config(
     settings: Settings, regen: bool, env: Mapping[str, str] = os.environ
 ) -> ConsistencyConfig | None:
-    """The check's settings, validated (weights available offline, GT folder present); None when off."""
+    """The check's settings, validated (the extra installed, GT folder present); None when off. The CLIP model and
+    its weights are checked later (``check_clip_model``): that imports open_clip."""
     hardware = settings.diffperf_hardware
     spec = settings.diffperf_gt_dir
     if spec is None and env.get(GT_DIR_ENV):

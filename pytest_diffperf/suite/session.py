@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from .._util.tempdirs import sweep
 from ..cases import Case
-from ..consistency.config import ConsistencyConfig
+from ..consistency.config import ConsistencyConfig, check_clip_model
 from ..consistency.thresholds import ThresholdSet
 from ..errors import DiffperfError
 from ..perf.baselines import BaselineSet, load_baselines
@@ -106,6 +106,8 @@ class DiffperfSession:
         check_up_front(settings, cases.values(), consistency, baselines.files)
         priors = noise_priors(settings)
         noise = static_policy(settings, priors)
+        if consistency is not None:
+            check_clip_model(consistency)  # imports open_clip and torch (seconds): once the inputs above are read
         sweep("diffperf-")  # earlier versions' and crashed runs' work folders in $TMPDIR, once old
         workdir = log_dir(config, settings)  # made by the first server start: none in a collect-only run
         progress = live_progress(config)  # shown live, also from xdist workers

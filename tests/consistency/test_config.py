@@ -8,7 +8,7 @@ import pytest
 
 from pytest_diffperf.consistency.check import check_output
 from pytest_diffperf.consistency.clip import TINY_MODEL
-from pytest_diffperf.consistency.config import config_from_env, validate_config
+from pytest_diffperf.consistency.config import check_clip_model, config_from_env, validate_config
 from pytest_diffperf.errors import DiffperfError
 
 from .synth import VIDEO_T, video
@@ -67,11 +67,6 @@ def test_artifact_dir_alias(tmp_path):
     [
         (dict(), "no ground-truth folder: set --diffperf-gt-dir"),
         (dict(gt_dir=Path("/no/such/gt")), "ground-truth folder /no/such/gt does not exist"),
-        (dict(gt_dir=Path("."), clip_model="ViT-Nope"), "unknown open_clip model 'ViT-Nope'"),
-        (
-            dict(gt_dir=Path("."), clip_model=TINY_MODEL, clip_pretrained="/no/w.bin"),
-            "weights file /no/w.bin does not exist",
-        ),
     ],
 )
 def test_validate_config(kw, message):
@@ -79,7 +74,24 @@ def test_validate_config(kw, message):
         validate_config(config_from_env(env={}, **kw))
 
 
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(clip_model="ViT-Nope"), "unknown open_clip model 'ViT-Nope'"),
+        (dict(clip_model=TINY_MODEL, clip_pretrained="/no/w.bin"), "weights file /no/w.bin does not exist"),
+    ],
+)
+def test_the_clip_model_is_checked_apart_from_the_settings(kw, message):
+    cfg = config_from_env(gt_dir=Path("."), env={}, **kw)
+    validate_config(cfg)  # reads the settings only (the plugin checks the model once every input is read)
+    with pytest.raises(DiffperfError, match=message):
+        check_clip_model(cfg)
+    check_clip_model(config_from_env(gt_dir=Path("."), env={"SGLANG_SKIP_CONSISTENCY": "1"}, **kw))  # not compared
+
+
 def test_validate_config_accepts(tmp_path):
-    validate_config(config_from_env(gt_dir=tmp_path, clip_model=TINY_MODEL, clip_pretrained="none", env={}))
+    cfg = config_from_env(gt_dir=tmp_path, clip_model=TINY_MODEL, clip_pretrained="none", env={})
+    validate_config(cfg)
+    check_clip_model(cfg)
     validate_config(config_from_env(env={"SGLANG_SKIP_CONSISTENCY": "1"}))  # nothing to check
     validate_config(config_from_env(gt_dir=tmp_path / "new", regen=True, env={}))  # regen creates the folder
