@@ -94,15 +94,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the fast tests start no fork server
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Collect the longest files first. Load the plugin's modules before the first pytester test (it would drop
-    and reload them each time); a run that selects none (a unit-test file) skips the ~3 s this costs. Start the
-    fork server of reference servers when a server test is selected (~6 CPU-s per worker)."""
+    """Collect the longest files first. Load the plugin's modules now when a selected test names pytester, so that
+    collection's freeze takes them in (see ``pytest_fixture_setup``); a run that selects none (a unit-test file)
+    skips the ~3 s this costs. Start the fork server of reference servers when a server test is selected (~6 CPU-s
+    per worker)."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
     if any("pytester" in getattr(item, "fixturenames", ()) for item in items):
         preload()
     if any(item.get_closest_marker("server") for item in items) and forks.available():
         config.stash[FORK_SERVER] = forks.ForkServer().publish()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> None:
+    """However a test takes pytester (as an argument or by ``request.getfixturevalue``), the plugin's modules are
+    loaded before pytester's ``sys.modules`` snapshot: it drops what a test imports, and numpy cannot load twice.
+    Once per process; at collection already when a selected test names pytester (then frozen with the rest)."""
+    if fixturedef.argname == "pytester":
+        preload()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

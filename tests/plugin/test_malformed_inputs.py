@@ -27,7 +27,6 @@ from PIL import Image
 from pytest_diffperf import plugin
 from tests.support.cli import diffperf
 from tests.support.paths import REPO, SGLANG_DATA
-from tests.support.preload import preload
 from tests.support.suite import GENEROUS, TOLERANCES, tiny_case
 
 PYTEST_ARGS = (
@@ -804,10 +803,8 @@ def case_folder(
 ) -> tuple[Path, pytest.Pytester | None]:
     """Where a case runs: pytester's folder for the plugin; for ``diffperf`` (which the runner starts in its folder),
     a ``tmp_path`` that is also its home, as pytester's is: pytester's ``sys.modules`` snapshots, taken before and
-    after each test, cost about as much as the in-process command. The plugin's modules are loaded first, as the
-    conftest does for tests that name pytester (it would drop them, and numpy cannot load twice)."""
+    after each test, cost about as much as the in-process command."""
     if bad.entry == "pytest":
-        preload()
         pytester: pytest.Pytester = request.getfixturevalue("pytester")
         return pytester.path, pytester
     folder: Path = request.getfixturevalue("tmp_path")
